@@ -1,0 +1,1301 @@
+//! The simulation engine: one ordered event queue, the host (pCPUs, clock model), the
+//! vCPUs the host scheduler places on pCPUs, and the guest model running inside them.
+//!
+//! ## Guest model
+//! Each VM has vCPUs and guest threads. Thread k of a VM (threads numbered across its
+//! workloads in order) lives on vCPU k mod vcpus; a vCPU time-slices its runnable threads
+//! round robin with the VM's `guest_timeslice`, preempting only user-mode compute (kernel
+//! code, lock holds and spins are not preemptible in the guest). A vCPU with no runnable
+//! thread halts and uses no host CPU; an interrupt (I/O completion, timer, request arrival,
+//! IPI) wakes it, and the host scheduler decides when it runs.
+//!
+//! A thread that spins (on a held lock, or waiting for IPI acknowledgements) keeps its
+//! vCPU busy and burns host CPU. A ticket lock hands over to the next waiter in FIFO order
+//! even if that waiter's vCPU is preempted; a test-and-set lock goes to whichever waiter is
+//! running when it is released, or to the first to run afterwards. An IPI target
+//! acknowledges when its vCPU runs.
+//!
+//! ## Host model
+//! A pCPU that switches to a vCPU other than the one it ran last pays `context_switch`; a
+//! vCPU that runs on a different pCPU than last time pays the migration cost of that
+//! distance. Compute progresses at `clock(busy cores in the package) / base_ghz`, times
+//! `smt_throughput / n` when n > 1 SMT siblings of the core are busy.
+
+pub mod queue;
+
+use crate::error::SimError;
+use crate::metrics::{jain, Histogram};
+use crate::rng::Rng;
+use crate::scenario::{LockKind, Scenario};
+use crate::sched::{CpuId, RunState, SchedCtx, SchedOut, SchedView, Scheduler, TaskId, TaskInfo};
+use crate::summary::*;
+use crate::time::{SimDuration, SimTime};
+use crate::topology::{CpuSet, Distance};
+use crate::workload::{Arrivals, Dist, IpiTargets, Mode, Op};
+use queue::{EventKind, EventQueue};
+use std::collections::VecDeque;
+
+/// Options that change how a run is checked or observed, never its results.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Verify the engine's invariants after every event (slow; on in tests).
+    pub check_invariants: bool,
+}
+
+type ThreadId = u32;
+const NONE: u32 = u32::MAX;
+/// Work below this many base-clock ns counts as done (float rounding).
+const WORK_EPSILON: f64 = 1e-6;
+/// A thread completing this many loops without simulated time passing is a model that
+/// cannot make progress (e.g. only zero-length operations).
+const MAX_ZERO_TIME_LOOPS: u32 = 100_000;
+
+/// Engine-level operation: work already converted to base-clock nanoseconds.
+#[derive(Clone, Debug)]
+enum RtOp {
+    Compute { work: Dist, mode: Mode },
+    Lock { lock: u32, hold: Dist },
+    Ipi { targets: IpiTargets },
+    Io { latency: Dist },
+    Sleep { duration: Dist },
+    WaitRequest,
+    Respond,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum ThState {
+    /// At an operation boundary, about to execute `ops[pc]`.
+    Ready,
+    Compute { remaining: f64, mode: Mode, release: u32 },
+    SpinLock { lock: u32, hold: f64 },
+    SpinIpi { pending: u32 },
+    Blocked,
+}
+
+struct Thread {
+    task: TaskId,
+    workload: u32,
+    pc: u32,
+    state: ThState,
+    rng: Rng,
+    /// Arrival time of the request being served.
+    request: Option<SimTime>,
+    last_loop_at: SimTime,
+    zero_time_loops: u32,
+}
+
+struct Lock {
+    holder: u32,
+    kind: LockKind,
+    waiters: VecDeque<ThreadId>,
+}
+
+struct WorkloadRt {
+    vm: u32,
+    ops: Vec<RtOp>,
+    counts_requests: bool,
+    arrivals: Option<Arrivals>,
+    rng: Rng,
+    queue: VecDeque<SimTime>,
+    waiting: VecDeque<ThreadId>,
+    completed: u64,
+    latency: Histogram,
+}
+
+#[derive(Clone, Default)]
+struct TaskCounters {
+    run_ns: u64,
+    wait_ns: u64,
+    halted_ns: u64,
+    spin_ns: u64,
+    overhead_ns: u64,
+    dispatches: u64,
+    preemptions: u64,
+    halts: u64,
+    migrations: [u64; 4],
+}
+
+struct Task {
+    vm: u32,
+    state_since: SimTime,
+    last_cpu: u32,
+    /// Past the switch overhead and executing guest code.
+    executing: bool,
+    overhead_end: SimTime,
+    /// Guest progress of the current compute has been accounted up to here.
+    progress_from: SimTime,
+    spin_since: Option<SimTime>,
+    cur: u32,
+    slice_start: SimTime,
+    local: VecDeque<ThreadId>,
+    pending_acks: Vec<ThreadId>,
+    c: TaskCounters,
+}
+
+struct Cpu {
+    curr: u32,
+    last_task: u32,
+    timer_at: Option<SimTime>,
+    guest_at: Option<SimTime>,
+    pending_at: Option<SimTime>,
+    gen: u32,
+    speed: f64,
+}
+
+#[derive(Clone, Default)]
+struct HostCounters {
+    context_switches: u64,
+    migrations: [u64; 4],
+    events: u64,
+    ev_cpu: u64,
+    ev_thread_wake: u64,
+    ev_arrival: u64,
+    ev_global: u64,
+    op_completions: u64,
+    timer_fires: u64,
+    ipis_sent: u64,
+    lock_acquisitions: u64,
+}
+
+pub struct Sim<S: Scheduler> {
+    sched: S,
+    view: SchedView,
+    out: SchedOut,
+    st: State,
+}
+
+struct State {
+    now: SimTime,
+    end: SimTime,
+    seed: u64,
+    opts: RunOptions,
+    q: EventQueue,
+    cpus: Vec<Cpu>,
+    tasks: Vec<Task>,
+    threads: Vec<Thread>,
+    workloads: Vec<WorkloadRt>,
+    locks: Vec<Lock>,
+    /// First lock id of each VM in `locks`.
+    vm_lock_base: Vec<u32>,
+    /// First task id of each VM.
+    vm_task_base: Vec<u32>,
+    vm_vcpus: Vec<u32>,
+    vm_timeslice: Vec<SimDuration>,
+    kicks: Vec<TaskId>,
+    h: HostCounters,
+    global_gen: u32,
+    error: Option<String>,
+    // clock model
+    rate_model: bool,
+    base_ghz: f64,
+    turbo: Vec<f64>,
+    smt_throughput: f64,
+    busy_cores_in_pkg: Vec<u32>,
+    busy_threads_in_core: Vec<u32>,
+    costs_switch: SimDuration,
+    costs_migration: [SimDuration; 4],
+    sched_counters_at_warmup: Vec<(&'static str, u64)>,
+}
+
+macro_rules! ctx {
+    ($s:expr) => {
+        &mut SchedCtx { now: $s.st.now, view: &$s.view, out: &mut $s.out }
+    };
+}
+
+impl<S: Scheduler> Sim<S> {
+    pub fn new(sc: &Scenario, sched: S, seed: u64, opts: RunOptions) -> Sim<S> {
+        let topo = sc.host.topology();
+        let ncpus = topo.ncpus();
+        let mut tasks_info = Vec::new();
+        let mut tasks = Vec::new();
+        let mut threads = Vec::new();
+        let mut workloads = Vec::new();
+        let mut locks = Vec::new();
+        let (mut vm_lock_base, mut vm_task_base, mut vm_vcpus, mut vm_timeslice) = (vec![], vec![], vec![], vec![]);
+        for (vi, vm) in sc.vms.iter().enumerate() {
+            vm_task_base.push(tasks.len() as u32);
+            vm_lock_base.push(locks.len() as u32);
+            vm_vcpus.push(vm.vcpus);
+            vm_timeslice.push(vm.guest_timeslice);
+            let lock_base = locks.len();
+            for _ in &vm.locks {
+                locks.push(Lock { holder: NONE, kind: vm.spinlock, waiters: VecDeque::new() });
+            }
+            for op in vm.workloads.iter().flat_map(|w| &w.ops) {
+                if let Op::Lock { lock, kind, .. } = op {
+                    locks[lock_base + *lock as usize].kind = *kind;
+                }
+            }
+            for i in 0..vm.vcpus {
+                let affinity = vm.affinity[i as usize].clone().unwrap_or_else(|| CpuSet::full(ncpus));
+                tasks_info.push(TaskInfo { vm: vi as u32, index: i, affinity, weight: vm.weight });
+                tasks.push(Task {
+                    vm: vi as u32,
+                    state_since: SimTime::ZERO,
+                    last_cpu: NONE,
+                    executing: false,
+                    overhead_end: SimTime::ZERO,
+                    progress_from: SimTime::ZERO,
+                    spin_since: None,
+                    cur: NONE,
+                    slice_start: SimTime::ZERO,
+                    local: VecDeque::new(),
+                    pending_acks: Vec::new(),
+                    c: TaskCounters::default(),
+                });
+            }
+            let mut k = 0u32;
+            for (wi, w) in vm.workloads.iter().enumerate() {
+                let wid = workloads.len() as u32;
+                let ops = w
+                    .ops
+                    .iter()
+                    .map(|op| match op {
+                        Op::Compute { work, mode } => RtOp::Compute { work: work.base_ns(sc.host.base_ghz), mode: *mode },
+                        Op::Lock { lock, hold, .. } => RtOp::Lock { lock: *lock, hold: hold.clone() },
+                        Op::Ipi { targets } => RtOp::Ipi { targets: targets.clone() },
+                        Op::Io { latency } => RtOp::Io { latency: latency.clone() },
+                        Op::Sleep { duration } => RtOp::Sleep { duration: duration.clone() },
+                        Op::WaitRequest => RtOp::WaitRequest,
+                        Op::Respond => RtOp::Respond,
+                    })
+                    .collect();
+                let wis = wi.to_string();
+                workloads.push(WorkloadRt {
+                    vm: vi as u32,
+                    ops,
+                    counts_requests: w.counts_requests,
+                    arrivals: w.arrivals.clone(),
+                    rng: Rng::derive(seed, &["vm", &vm.name, "workload", &wis, "arrivals"]),
+                    queue: VecDeque::new(),
+                    waiting: VecDeque::new(),
+                    completed: 0,
+                    latency: Histogram::default(),
+                });
+                for ti in 0..w.threads {
+                    let task = vm_task_base[vi] + (k % vm.vcpus);
+                    k += 1;
+                    let tid = threads.len() as u32;
+                    threads.push(Thread {
+                        task,
+                        workload: wid,
+                        pc: 0,
+                        state: ThState::Ready,
+                        rng: Rng::derive(seed, &["vm", &vm.name, "workload", &wis, "thread", &ti.to_string()]),
+                        request: None,
+                        last_loop_at: SimTime(u64::MAX),
+                        zero_time_loops: 0,
+                    });
+                    tasks[task as usize].local.push_back(tid);
+                }
+            }
+        }
+        let ntasks = tasks.len();
+        let turbo = sc.host.turbo_ghz.clone();
+        let distinct_clock = turbo.iter().any(|g| *g != sc.host.base_ghz);
+        let smt_active = sc.host.threads_per_core > 1 && sc.host.smt_throughput != sc.host.threads_per_core as f64;
+        let view = SchedView {
+            cpu_curr: vec![None; ncpus],
+            state: vec![RunState::Halted; ntasks],
+            tasks: tasks_info,
+            nvms: sc.vms.len() as u32,
+            topo: topo.clone(),
+        };
+        let out = SchedOut { resched_pending: vec![false; ncpus], ..Default::default() };
+        let idle_speed = if turbo.is_empty() { 1.0 } else { turbo[0] / sc.host.base_ghz };
+        let st = State {
+            now: SimTime::ZERO,
+            end: SimTime::ZERO + sc.duration,
+            seed,
+            opts,
+            q: EventQueue::with_capacity(ntasks + ncpus + 16),
+            cpus: (0..ncpus)
+                .map(|_| Cpu { curr: NONE, last_task: NONE, timer_at: None, guest_at: None, pending_at: None, gen: 0, speed: idle_speed })
+                .collect(),
+            tasks,
+            threads,
+            workloads,
+            locks,
+            vm_lock_base,
+            vm_task_base,
+            vm_vcpus,
+            vm_timeslice,
+            kicks: Vec::new(),
+            h: HostCounters::default(),
+            global_gen: 0,
+            error: None,
+            rate_model: distinct_clock || smt_active,
+            base_ghz: sc.host.base_ghz,
+            turbo,
+            smt_throughput: sc.host.smt_throughput,
+            busy_cores_in_pkg: vec![0; topo.sockets as usize],
+            busy_threads_in_core: vec![0; topo.ncores()],
+            costs_switch: sc.host.costs.context_switch,
+            costs_migration: sc.host.costs.migration,
+            sched_counters_at_warmup: Vec::new(),
+        };
+        Sim { sched, view, out, st }
+    }
+
+    fn fail(&mut self, msg: String) {
+        if self.st.error.is_none() {
+            self.st.error = Some(msg);
+        }
+    }
+
+    /// Runs to the end of the scenario and returns the summary.
+    pub fn run(mut self, sc: &Scenario) -> Result<Summary, SimError> {
+        self.sched.init(ctx!(self));
+        self.apply_out();
+        // Every vCPU with guest threads starts runnable; the others start halted.
+        for t in 0..self.st.tasks.len() {
+            if !self.st.tasks[t].local.is_empty() {
+                self.make_runnable(t as TaskId);
+            }
+        }
+        for w in 0..self.st.workloads.len() {
+            self.start_arrivals(w as u32);
+        }
+        if sc.warmup.ns() > 0 {
+            self.st.q.push(SimTime::ZERO + sc.warmup, EventKind::Warmup);
+        }
+        self.flush();
+        while let Some(ev) = self.st.q.pop() {
+            if ev.time >= self.st.end {
+                break;
+            }
+            if self.st.opts.check_invariants && ev.time < self.st.now {
+                self.fail(format!("event queue went backwards: {} after {}", ev.time.0, self.st.now.0));
+            }
+            self.st.now = ev.time;
+            match ev.kind {
+                EventKind::Cpu { cpu, gen } => {
+                    let c = &self.st.cpus[cpu as usize];
+                    if gen != c.gen {
+                        continue; // superseded
+                    }
+                    self.st.h.ev_cpu += 1;
+                    self.cpu_event(cpu);
+                }
+                EventKind::ThreadWake { thread } => {
+                    self.st.h.ev_thread_wake += 1;
+                    let th = &mut self.st.threads[thread as usize];
+                    th.state = ThState::Ready;
+                    self.make_thread_ready(thread);
+                }
+                EventKind::Arrival { workload } => {
+                    self.st.h.ev_arrival += 1;
+                    self.arrival(workload);
+                }
+                EventKind::Global { gen } => {
+                    if gen != self.st.global_gen {
+                        continue;
+                    }
+                    self.st.h.ev_global += 1;
+                    self.sched.global_timer(ctx!(self));
+                    self.apply_out();
+                }
+                EventKind::Warmup => {
+                    self.reset_metrics();
+                    continue;
+                }
+            }
+            self.st.h.events += 1;
+            self.flush();
+            if self.st.opts.check_invariants {
+                self.check_invariants();
+            }
+            if let Some(msg) = self.st.error.take() {
+                return Err(SimError { scenario: sc.name.clone(), seed: self.st.seed, at_ns: self.st.now.0, message: msg });
+            }
+        }
+        if let Some(msg) = self.st.error.take() {
+            return Err(SimError { scenario: sc.name.clone(), seed: self.st.seed, at_ns: self.st.now.0, message: msg });
+        }
+        self.st.now = self.st.end;
+        self.account_all();
+        Ok(self.summary(sc))
+    }
+
+    // ----------------------------------------------------------------- scheduler glue
+
+    /// Applies timer requests made by the last hook.
+    fn apply_out(&mut self) {
+        while let Some((cpu, at)) = self.out.timers.pop() {
+            // Requests are applied last-wins: pop() walks them backwards, so skip older.
+            if self.out.timers.iter().any(|(c, _)| *c == cpu) {
+                continue;
+            }
+            self.st.cpus[cpu as usize].timer_at = at;
+            self.rearm(cpu);
+        }
+        if let Some(g) = self.out.global_timer.take() {
+            self.st.global_gen += 1;
+            if let Some(at) = g {
+                let gen = self.st.global_gen;
+                self.st.q.push(at.max(self.st.now), EventKind::Global { gen });
+            }
+        }
+    }
+
+    /// Runs kicked vCPUs and pending reschedules until nothing is left to do.
+    fn flush(&mut self) {
+        loop {
+            if let Some(t) = self.st.kicks.pop() {
+                if self.st.tasks[t as usize].executing {
+                    self.settle(t);
+                    self.run_guest(t);
+                }
+                continue;
+            }
+            if self.out.resched.is_empty() {
+                break;
+            }
+            let cpu = self.out.resched.remove(0);
+            self.out.resched_pending[cpu as usize] = false;
+            self.resched(cpu);
+        }
+    }
+
+    fn resched(&mut self, cpu: CpuId) {
+        let prev = self.st.cpus[cpu as usize].curr;
+        let prev_opt = (prev != NONE).then_some(prev);
+        if let Some(p) = prev_opt {
+            self.settle(p);
+        }
+        let next = self.sched.pick_next(ctx!(self), cpu, prev_opt);
+        self.apply_out();
+        if next == prev_opt {
+            return;
+        }
+        if let Some(n) = next {
+            let ok = match self.view.state[n as usize] {
+                RunState::Runnable => true,
+                RunState::Running(c) => c == cpu,
+                RunState::Halted => false,
+            };
+            if !ok || !self.view.tasks[n as usize].affinity.contains(cpu as usize) {
+                self.fail(format!(
+                    "scheduler bug: pick_next on pCPU {cpu} returned vCPU task {n} in state {:?} with affinity {}",
+                    self.view.state[n as usize], self.view.tasks[n as usize].affinity
+                ));
+                return;
+            }
+        }
+        if let Some(p) = prev_opt {
+            self.deschedule(p, cpu, RunState::Runnable);
+            self.st.tasks[p as usize].c.preemptions += 1;
+        }
+        match next {
+            Some(n) => self.dispatch(n, cpu),
+            None => self.set_busy(cpu, false),
+        }
+    }
+
+    fn make_runnable(&mut self, t: TaskId) {
+        let now = self.st.now;
+        let task = &mut self.st.tasks[t as usize];
+        task.c.halted_ns += now.since(task.state_since).ns();
+        task.state_since = now;
+        self.view.state[t as usize] = RunState::Runnable;
+        self.sched.wake(ctx!(self), t);
+        self.apply_out();
+    }
+
+    /// Takes a task off its pCPU, accounting its run time.
+    fn deschedule(&mut self, t: TaskId, cpu: CpuId, to: RunState) {
+        let now = self.st.now;
+        let task = &mut self.st.tasks[t as usize];
+        task.c.run_ns += now.since(task.state_since).ns();
+        if !task.executing {
+            // Preempted during the switch overhead: only part of it was paid.
+            let started = task.state_since;
+            let full = task.overhead_end.since(started).ns();
+            task.c.overhead_ns += now.since(started).ns().min(full);
+        }
+        if let Some(s) = task.spin_since.take() {
+            task.c.spin_ns += now.since(s).ns();
+        }
+        task.state_since = now;
+        task.executing = false;
+        self.view.state[t as usize] = to;
+        self.view.cpu_curr[cpu as usize] = None;
+        let c = &mut self.st.cpus[cpu as usize];
+        c.curr = NONE;
+        c.guest_at = None;
+        if to != RunState::Runnable {
+            self.rearm(cpu);
+        }
+    }
+
+    fn dispatch(&mut self, t: TaskId, cpu: CpuId) {
+        let now = self.st.now;
+        let mut cost = SimDuration::ZERO;
+        let was_idle = self.st.cpus[cpu as usize].curr == NONE;
+        {
+            let c = &mut self.st.cpus[cpu as usize];
+            if c.last_task != t {
+                self.st.h.context_switches += 1;
+                cost += self.st.costs_switch;
+            }
+            c.last_task = t;
+            c.curr = t;
+        }
+        let task = &mut self.st.tasks[t as usize];
+        task.c.wait_ns += now.since(task.state_since).ns();
+        task.state_since = now;
+        task.c.dispatches += 1;
+        if task.last_cpu != NONE && task.last_cpu != cpu {
+            let d = self.view.topo.distance(task.last_cpu as usize, cpu as usize);
+            let i = d as usize - 1;
+            task.c.migrations[i] += 1;
+            self.st.h.migrations[i] += 1;
+            cost += self.st.costs_migration[i];
+        }
+        task.last_cpu = cpu;
+        self.view.state[t as usize] = RunState::Running(cpu);
+        self.view.cpu_curr[cpu as usize] = Some(t);
+        if was_idle {
+            self.set_busy(cpu, true);
+        }
+        if cost.ns() == 0 {
+            self.begin_exec(t);
+        } else {
+            let task = &mut self.st.tasks[t as usize];
+            task.executing = false;
+            task.overhead_end = now + cost;
+            self.st.cpus[cpu as usize].guest_at = Some(now + cost);
+            self.rearm(cpu);
+        }
+    }
+
+    /// The vCPU starts executing guest code: acknowledge pending IPIs, run its threads.
+    fn begin_exec(&mut self, t: TaskId) {
+        let now = self.st.now;
+        let task = &mut self.st.tasks[t as usize];
+        if task.overhead_end > task.state_since {
+            task.c.overhead_ns += task.overhead_end.since(task.state_since).ns();
+        }
+        task.executing = true;
+        task.progress_from = now;
+        let acks = std::mem::take(&mut task.pending_acks);
+        for sender in acks {
+            self.ack_ipi(sender);
+        }
+        self.run_guest(t);
+    }
+
+    fn cpu_event(&mut self, cpu: CpuId) {
+        let now = self.st.now;
+        let c = &mut self.st.cpus[cpu as usize];
+        c.pending_at = None;
+        let guest_due = c.guest_at.is_some_and(|g| g <= now);
+        let timer_due = c.timer_at.is_some_and(|g| g <= now);
+        if guest_due {
+            c.guest_at = None;
+            let t = c.curr;
+            if t != NONE {
+                if self.st.tasks[t as usize].executing {
+                    self.settle(t);
+                    self.guest_progress(t);
+                } else {
+                    self.begin_exec(t);
+                }
+            }
+        }
+        if timer_due {
+            self.st.cpus[cpu as usize].timer_at = None;
+            self.st.h.timer_fires += 1;
+            self.sched.timer(ctx!(self), cpu);
+            self.apply_out();
+        }
+        self.rearm(cpu);
+    }
+
+    /// Pushes the pCPU's next deadline if it changed.
+    #[inline]
+    fn rearm(&mut self, cpu: CpuId) {
+        let c = &mut self.st.cpus[cpu as usize];
+        let want = match (c.timer_at, c.guest_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if want != c.pending_at {
+            c.gen = c.gen.wrapping_add(1);
+            c.pending_at = want;
+            if let Some(at) = want {
+                let gen = c.gen;
+                self.st.q.push(at.max(self.st.now), EventKind::Cpu { cpu, gen });
+            }
+        }
+    }
+
+    // ----------------------------------------------------------------- clock model
+
+    fn set_busy(&mut self, cpu: CpuId, busy: bool) {
+        if !self.st.rate_model {
+            return;
+        }
+        let info = &self.view.topo.cpus[cpu as usize];
+        let (pkg, core) = (info.socket as usize, info.core as usize);
+        let delta: i32 = if busy { 1 } else { -1 };
+        let before_core = self.st.busy_threads_in_core[core];
+        self.st.busy_threads_in_core[core] = (before_core as i32 + delta) as u32;
+        let core_flip = (before_core == 0) != (self.st.busy_threads_in_core[core] == 0);
+        if core_flip {
+            self.st.busy_cores_in_pkg[pkg] = (self.st.busy_cores_in_pkg[pkg] as i32 + delta) as u32;
+        }
+        // Recompute the speed of every pCPU whose clock or SMT share may have changed.
+        let range: Vec<usize> = if core_flip && !self.st.turbo.is_empty() {
+            let per = (self.view.topo.cores_per_socket * self.view.topo.threads_per_core) as usize;
+            (pkg * per..(pkg + 1) * per).collect()
+        } else {
+            self.view.topo.core_cpus(core as u32).collect()
+        };
+        for c in range {
+            let new = self.speed_of(c);
+            if new != self.st.cpus[c].speed {
+                let t = self.st.cpus[c].curr;
+                if t != NONE && self.st.tasks[t as usize].executing {
+                    self.settle(t);
+                    self.st.cpus[c].speed = new;
+                    self.update_guest_deadline(t);
+                } else {
+                    self.st.cpus[c].speed = new;
+                }
+            }
+        }
+    }
+
+    fn speed_of(&self, cpu: usize) -> f64 {
+        let info = &self.view.topo.cpus[cpu];
+        let busy_cores = self.st.busy_cores_in_pkg[info.socket as usize].max(1) as usize;
+        let clock = if self.st.turbo.is_empty() {
+            self.st.base_ghz
+        } else {
+            self.st.turbo[(busy_cores - 1).min(self.st.turbo.len() - 1)]
+        };
+        let n = self.st.busy_threads_in_core[info.core as usize].max(1);
+        let smt = if n > 1 { self.st.smt_throughput / n as f64 } else { 1.0 };
+        clock / self.st.base_ghz * smt
+    }
+
+    // ----------------------------------------------------------------- guest model
+
+    /// Brings the executing task's compute progress and spin time up to now.
+    #[inline]
+    fn settle(&mut self, t: TaskId) {
+        let now = self.st.now;
+        let task = &mut self.st.tasks[t as usize];
+        if !task.executing {
+            return;
+        }
+        if let Some(s) = task.spin_since {
+            task.c.spin_ns += now.since(s).ns();
+            task.spin_since = Some(now);
+        }
+        let elapsed = now.since(task.progress_from).ns();
+        task.progress_from = now;
+        if elapsed == 0 || task.cur == NONE {
+            return;
+        }
+        let th = &mut self.st.threads[task.cur as usize];
+        if let ThState::Compute { remaining, .. } = &mut th.state {
+            let cpu = match self.view.state[t as usize] {
+                RunState::Running(c) => c as usize,
+                _ => return,
+            };
+            *remaining -= elapsed as f64 * self.st.cpus[cpu].speed;
+        }
+    }
+
+    /// The running task's deadline fired: finish a compute or rotate guest threads.
+    fn guest_progress(&mut self, t: TaskId) {
+        let cur = self.st.tasks[t as usize].cur;
+        if cur == NONE {
+            self.run_guest(t);
+            return;
+        }
+        if let ThState::Compute { remaining, release, .. } = self.st.threads[cur as usize].state {
+            if remaining <= WORK_EPSILON {
+                self.st.h.op_completions += 1;
+                if release != NONE {
+                    self.release_lock(release);
+                }
+                let th = &mut self.st.threads[cur as usize];
+                th.state = ThState::Ready;
+                th.pc += 1;
+            } else {
+                // Guest time slice over: rotate to the next runnable thread.
+                let task = &mut self.st.tasks[t as usize];
+                let slice = self.st.vm_timeslice[task.vm as usize];
+                if !task.local.is_empty() && self.st.now >= task.slice_start + slice {
+                    task.local.push_back(cur);
+                    task.cur = NONE;
+                }
+            }
+        }
+        self.run_guest(t);
+    }
+
+    /// Runs the executing task's guest threads until one needs time, spins, or all block.
+    fn run_guest(&mut self, t: TaskId) {
+        loop {
+            let task = &mut self.st.tasks[t as usize];
+            if task.cur == NONE {
+                match task.local.pop_front() {
+                    Some(th) => {
+                        task.cur = th;
+                        task.slice_start = self.st.now;
+                    }
+                    None => {
+                        self.halt(t);
+                        return;
+                    }
+                }
+            }
+            let cur = task.cur;
+            if self.step_thread(cur) {
+                break;
+            }
+            self.st.tasks[t as usize].cur = NONE;
+            if self.st.error.is_some() {
+                return;
+            }
+        }
+        self.update_guest_deadline(t);
+    }
+
+    /// Sets the pCPU's guest deadline for the task's current thread.
+    fn update_guest_deadline(&mut self, t: TaskId) {
+        let now = self.st.now;
+        let cpu = match self.view.state[t as usize] {
+            RunState::Running(c) => c,
+            _ => return,
+        };
+        let task = &mut self.st.tasks[t as usize];
+        let th = &self.st.threads[task.cur as usize];
+        let spinning = matches!(th.state, ThState::SpinLock { .. } | ThState::SpinIpi { .. });
+        match (spinning, task.spin_since) {
+            (true, None) => task.spin_since = Some(now),
+            (false, Some(s)) => {
+                task.c.spin_ns += now.since(s).ns();
+                task.spin_since = None;
+            }
+            _ => {}
+        }
+        let deadline = match th.state {
+            ThState::Compute { remaining, mode, .. } => {
+                let speed = self.st.cpus[cpu as usize].speed;
+                let mut d = now + SimDuration((remaining.max(0.0) / speed).ceil() as u64);
+                if mode == Mode::User && !task.local.is_empty() {
+                    let slice_end = task.slice_start + self.st.vm_timeslice[task.vm as usize];
+                    d = d.min(slice_end.max(now));
+                }
+                Some(d)
+            }
+            _ => None,
+        };
+        self.st.cpus[cpu as usize].guest_at = deadline;
+        self.rearm(cpu);
+    }
+
+    /// Advances a thread through operations that take no time. Returns true if the
+    /// thread keeps its vCPU (computing or spinning), false if it blocked.
+    fn step_thread(&mut self, id: ThreadId) -> bool {
+        let now = self.st.now;
+        loop {
+            let th = &mut self.st.threads[id as usize];
+            match th.state {
+                ThState::Compute { .. } => return true,
+                ThState::Blocked => return false,
+                ThState::SpinIpi { pending } => {
+                    if pending > 0 {
+                        return true;
+                    }
+                    th.state = ThState::Ready;
+                    th.pc += 1;
+                    continue;
+                }
+                ThState::SpinLock { lock, hold } => {
+                    if self.try_lock(id, lock, false) {
+                        self.st.threads[id as usize].state = ThState::Compute { remaining: hold, mode: Mode::Kernel, release: lock };
+                        continue;
+                    }
+                    return true;
+                }
+                ThState::Ready => {}
+            }
+            let w = th.workload as usize;
+            let ops_len = self.st.workloads[w].ops.len() as u32;
+            if th.pc >= ops_len {
+                th.pc = 0;
+                if th.last_loop_at == now {
+                    th.zero_time_loops += 1;
+                    if th.zero_time_loops > MAX_ZERO_TIME_LOOPS {
+                        th.state = ThState::Blocked;
+                        let vm = self.st.workloads[w].vm;
+                        self.fail(format!(
+                            "a thread of VM #{vm} (workload {w}) completed {MAX_ZERO_TIME_LOOPS} loops without time passing: its operations take no time"
+                        ));
+                        return false;
+                    }
+                } else {
+                    th.zero_time_loops = 0;
+                    th.last_loop_at = now;
+                }
+                let wl = &mut self.st.workloads[w];
+                if !wl.counts_requests {
+                    wl.completed += 1;
+                }
+            }
+            let th = &mut self.st.threads[id as usize];
+            let op = &self.st.workloads[w].ops[th.pc as usize];
+            match op {
+                RtOp::Compute { work, mode } => {
+                    let x = work.sample(&mut th.rng);
+                    if x > WORK_EPSILON {
+                        th.state = ThState::Compute { remaining: x, mode: *mode, release: NONE };
+                        return true;
+                    }
+                    th.pc += 1;
+                }
+                RtOp::Lock { lock, hold, .. } => {
+                    let hold = hold.sample(&mut th.rng);
+                    let vm = self.st.workloads[w].vm;
+                    let gl = self.st.vm_lock_base[vm as usize] + *lock;
+                    th.state = ThState::SpinLock { lock: gl, hold };
+                    if !self.try_lock(id, gl, true) {
+                        return true;
+                    }
+                    self.st.threads[id as usize].state = ThState::Compute { remaining: hold, mode: Mode::Kernel, release: gl };
+                }
+                RtOp::Ipi { targets } => {
+                    let targets = targets.clone();
+                    let pending = self.send_ipis(id, &targets);
+                    let th = &mut self.st.threads[id as usize];
+                    if pending == 0 {
+                        th.pc += 1;
+                    } else {
+                        th.state = ThState::SpinIpi { pending };
+                        return true;
+                    }
+                }
+                RtOp::Io { latency: d } | RtOp::Sleep { duration: d } => {
+                    let x = d.sample(&mut th.rng);
+                    th.state = ThState::Blocked;
+                    th.pc += 1;
+                    self.st.q.push(now + SimDuration(x.round() as u64), EventKind::ThreadWake { thread: id });
+                    return false;
+                }
+                RtOp::WaitRequest => {
+                    let wl = &mut self.st.workloads[w];
+                    match wl.queue.pop_front() {
+                        Some(arrived) => {
+                            th.request = Some(arrived);
+                            th.pc += 1;
+                        }
+                        None => {
+                            wl.waiting.push_back(id);
+                            th.state = ThState::Blocked;
+                            return false;
+                        }
+                    }
+                }
+                RtOp::Respond => {
+                    th.pc += 1;
+                    if let Some(arrived) = th.request.take() {
+                        let wl = &mut self.st.workloads[w];
+                        wl.latency.record(now.since(arrived).ns());
+                        wl.completed += 1;
+                        if let Some(Arrivals::Closed { think, .. }) = &wl.arrivals {
+                            let d = think.sample(&mut wl.rng);
+                            self.st.q.push(now + SimDuration(d.round() as u64), EventKind::Arrival { workload: w as u32 });
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Tries to take a lock for thread `id`. `first` registers it as a waiter on failure.
+    fn try_lock(&mut self, id: ThreadId, lock: u32, first: bool) -> bool {
+        let l = &mut self.st.locks[lock as usize];
+        let acquired = if l.holder == id {
+            true // a ticket lock was handed to us while we waited
+        } else if l.holder == NONE {
+            match l.kind {
+                // A free ticket lock with waiters has already been handed over; a free one
+                // without waiters is ours.
+                LockKind::Ticket => l.waiters.is_empty(),
+                LockKind::TestAndSet => true,
+            }
+        } else {
+            false
+        };
+        if acquired {
+            l.holder = id;
+            if !first {
+                if let Some(pos) = l.waiters.iter().position(|w| *w == id) {
+                    l.waiters.remove(pos);
+                }
+            }
+            self.st.h.lock_acquisitions += 1;
+        } else if first {
+            l.waiters.push_back(id);
+        }
+        acquired
+    }
+
+    fn release_lock(&mut self, lock: u32) {
+        let l = &mut self.st.locks[lock as usize];
+        l.holder = NONE;
+        if l.waiters.is_empty() {
+            return;
+        }
+        match l.kind {
+            LockKind::Ticket => {
+                // FIFO hand-over to the next waiter, running or not.
+                let next = l.waiters.pop_front().unwrap();
+                l.holder = next;
+                self.kick_if_current(next);
+            }
+            LockKind::TestAndSet => {
+                // The first waiter spinning right now wins; if none runs, the lock stays
+                // free for whichever waiter runs first.
+                let threads = &self.st.threads;
+                let tasks = &self.st.tasks;
+                let winner = l.waiters.iter().position(|&w| {
+                    let task = &tasks[threads[w as usize].task as usize];
+                    task.executing && task.cur == w
+                });
+                if let Some(pos) = winner {
+                    let w = l.waiters.remove(pos).unwrap();
+                    l.holder = w;
+                    self.kick_if_current(w);
+                }
+            }
+        }
+    }
+
+    /// If thread `id` is the current thread of an executing vCPU, re-run that vCPU.
+    fn kick_if_current(&mut self, id: ThreadId) {
+        let t = self.st.threads[id as usize].task;
+        let task = &self.st.tasks[t as usize];
+        if task.executing && task.cur == id {
+            self.st.kicks.push(t);
+        }
+    }
+
+    /// Sends IPIs from thread `id`; returns how many acknowledgements are outstanding.
+    fn send_ipis(&mut self, id: ThreadId, targets: &IpiTargets) -> u32 {
+        let src = self.st.threads[id as usize].task;
+        let vm = self.st.tasks[src as usize].vm as usize;
+        let base = self.st.vm_task_base[vm];
+        let n = self.st.vm_vcpus[vm];
+        let list: Vec<u32> = match targets {
+            IpiTargets::All => (0..n).collect(),
+            IpiTargets::List(l) => l.iter().copied().filter(|i| *i < n).collect(),
+        };
+        let mut pending = 0;
+        for i in list {
+            let tt = base + i;
+            if tt == src {
+                continue;
+            }
+            self.st.h.ipis_sent += 1;
+            if self.st.tasks[tt as usize].executing {
+                continue; // acknowledged at once
+            }
+            self.st.tasks[tt as usize].pending_acks.push(id);
+            pending += 1;
+            if self.view.state[tt as usize] == RunState::Halted {
+                self.make_runnable(tt);
+            }
+        }
+        pending
+    }
+
+    fn ack_ipi(&mut self, sender: ThreadId) {
+        if let ThState::SpinIpi { pending } = &mut self.st.threads[sender as usize].state {
+            *pending -= 1;
+            if *pending == 0 {
+                self.kick_if_current(sender);
+            }
+        }
+    }
+
+    /// The vCPU has nothing to run: it halts and leaves its pCPU.
+    fn halt(&mut self, t: TaskId) {
+        let RunState::Running(cpu) = self.view.state[t as usize] else { return };
+        self.deschedule(t, cpu, RunState::Halted);
+        self.st.tasks[t as usize].c.halts += 1;
+        self.sched.block(ctx!(self), cpu, t);
+        self.apply_out();
+        ctx!(self).resched(cpu);
+    }
+
+    /// A guest thread became runnable (I/O done, timer, request): queue it on its vCPU and
+    /// interrupt the vCPU if it is halted.
+    fn make_thread_ready(&mut self, id: ThreadId) {
+        let t = self.st.threads[id as usize].task;
+        self.st.tasks[t as usize].local.push_back(id);
+        match self.view.state[t as usize] {
+            RunState::Halted => self.make_runnable(t),
+            RunState::Running(_) if self.st.tasks[t as usize].executing => {
+                // A second runnable thread may start the guest time slice.
+                self.settle(t);
+                self.update_guest_deadline(t);
+            }
+            _ => {}
+        }
+    }
+
+    fn start_arrivals(&mut self, w: u32) {
+        let now = self.st.now;
+        let wl = &mut self.st.workloads[w as usize];
+        match wl.arrivals.clone() {
+            None => {}
+            Some(Arrivals::Poisson { rate }) => {
+                let d = wl.rng.exp(1e9 / rate);
+                self.st.q.push(now + SimDuration(d.round() as u64), EventKind::Arrival { workload: w });
+            }
+            Some(Arrivals::Periodic { interval }) => {
+                self.st.q.push(now + SimDuration(interval.round() as u64), EventKind::Arrival { workload: w });
+            }
+            Some(Arrivals::Closed { clients, think }) => {
+                for _ in 0..clients {
+                    let d = think.sample(&mut wl.rng);
+                    self.st.q.push(now + SimDuration(d.round() as u64), EventKind::Arrival { workload: w });
+                }
+            }
+        }
+    }
+
+    fn arrival(&mut self, w: u32) {
+        let now = self.st.now;
+        let wl = &mut self.st.workloads[w as usize];
+        match &wl.arrivals {
+            Some(Arrivals::Poisson { rate }) => {
+                let d = wl.rng.exp(1e9 / rate);
+                self.st.q.push(now + SimDuration(d.round() as u64), EventKind::Arrival { workload: w });
+            }
+            Some(Arrivals::Periodic { interval }) => {
+                self.st.q.push(now + SimDuration(interval.round() as u64), EventKind::Arrival { workload: w });
+            }
+            _ => {}
+        }
+        match wl.waiting.pop_front() {
+            Some(th) => {
+                let t = &mut self.st.threads[th as usize];
+                t.request = Some(now);
+                t.pc += 1;
+                t.state = ThState::Ready;
+                self.make_thread_ready(th);
+            }
+            None => wl.queue.push_back(now),
+        }
+    }
+
+    // ----------------------------------------------------------------- checks & metrics
+
+    fn check_invariants(&mut self) {
+        let mut seen = vec![false; self.st.tasks.len()];
+        for (c, cpu) in self.st.cpus.iter().enumerate() {
+            if cpu.curr == NONE {
+                if self.view.cpu_curr[c].is_some() {
+                    self.st.error = Some(format!("invariant: pCPU {c} idle but the view says it runs a vCPU"));
+                }
+                continue;
+            }
+            let t = cpu.curr as usize;
+            if seen[t] {
+                self.st.error = Some(format!("invariant: vCPU task {t} runs on two pCPUs at once"));
+                return;
+            }
+            seen[t] = true;
+            if self.view.state[t] != RunState::Running(c as u32) {
+                self.st.error = Some(format!("invariant: pCPU {c} runs task {t} whose state is {:?}", self.view.state[t]));
+            }
+            if !self.view.tasks[t].affinity.contains(c) {
+                self.st.error = Some(format!("invariant: task {t} runs on pCPU {c} outside its affinity"));
+            }
+        }
+        for (t, s) in self.view.state.iter().enumerate() {
+            if matches!(s, RunState::Running(_)) && !seen[t] {
+                self.st.error = Some(format!("invariant: task {t} is Running but on no pCPU"));
+            }
+        }
+    }
+
+    /// Accounts every task's time in its current state up to now.
+    fn account_all(&mut self) {
+        let now = self.st.now;
+        for t in 0..self.st.tasks.len() {
+            self.settle(t as TaskId);
+            let task = &mut self.st.tasks[t];
+            let d = now.since(task.state_since).ns();
+            match self.view.state[t] {
+                RunState::Running(_) => {
+                    task.c.run_ns += d;
+                    if !task.executing {
+                        task.c.overhead_ns += d.min(task.overhead_end.since(task.state_since).ns());
+                        task.overhead_end = now.max(task.overhead_end);
+                    }
+                }
+                RunState::Runnable => task.c.wait_ns += d,
+                RunState::Halted => task.c.halted_ns += d,
+            }
+            task.state_since = now;
+            if let Some(s) = task.spin_since {
+                task.c.spin_ns += now.since(s).ns();
+                task.spin_since = Some(now);
+            }
+        }
+    }
+
+    fn reset_metrics(&mut self) {
+        self.account_all();
+        for t in &mut self.st.tasks {
+            t.c = TaskCounters::default();
+        }
+        for w in &mut self.st.workloads {
+            w.completed = 0;
+            w.latency.clear();
+        }
+        self.st.h = HostCounters::default();
+        self.st.sched_counters_at_warmup = self.sched.counters();
+    }
+
+    fn summary(&self, sc: &Scenario) -> Summary {
+        let measured = sc.duration - sc.warmup;
+        let secs = measured.as_secs_f64();
+        let s = |ns: u64| ns as f64 / 1e9;
+        let mut vms = Vec::new();
+        let mut wl_index = 0usize;
+        let mut shares = Vec::new();
+        for (vi, vm) in sc.vms.iter().enumerate() {
+            let base = self.st.vm_task_base[vi] as usize;
+            let mut vcpus = Vec::new();
+            let mut tot = TaskCounters::default();
+            for i in 0..vm.vcpus as usize {
+                let c = &self.st.tasks[base + i].c;
+                tot.run_ns += c.run_ns;
+                tot.wait_ns += c.wait_ns;
+                tot.halted_ns += c.halted_ns;
+                tot.spin_ns += c.spin_ns;
+                vcpus.push(VcpuSummary {
+                    index: i as u32,
+                    cpu_time_s: s(c.run_ns),
+                    wait_time_s: s(c.wait_ns),
+                    halted_time_s: s(c.halted_ns),
+                    spin_time_s: s(c.spin_ns),
+                    overhead_time_s: s(c.overhead_ns),
+                    dispatches: c.dispatches,
+                    preemptions: c.preemptions,
+                    halts: c.halts,
+                    migrations: MigrationSummary::from(c.migrations),
+                });
+            }
+            let mut workloads = Vec::new();
+            for w in &vm.workloads {
+                let rt = &self.st.workloads[wl_index];
+                wl_index += 1;
+                let latency = if rt.arrivals.is_some() {
+                    Some(LatencySummary {
+                        count: rt.latency.count,
+                        mean: rt.latency.mean() / 1e6,
+                        p50: rt.latency.quantile(0.50) as f64 / 1e6,
+                        p90: rt.latency.quantile(0.90) as f64 / 1e6,
+                        p99: rt.latency.quantile(0.99) as f64 / 1e6,
+                        max: rt.latency.max as f64 / 1e6,
+                    })
+                } else {
+                    None
+                };
+                workloads.push(WorkloadSummary {
+                    kind: w.kind.clone(),
+                    threads: w.threads,
+                    completed: rt.completed,
+                    throughput: rt.completed as f64 / secs,
+                    throughput_unit: w.unit.clone(),
+                    latency_ms: latency,
+                });
+            }
+            let first = workloads.first();
+            shares.push(tot.run_ns as f64 / vm.weight as f64);
+            vms.push(VmSummary {
+                name: vm.name.clone(),
+                vcpu_count: vm.vcpus,
+                weight: vm.weight,
+                cpu_time_s: s(tot.run_ns),
+                cpu_share: tot.run_ns as f64 / (measured.ns() as f64 * self.st.cpus.len() as f64),
+                wait_time_s: s(tot.wait_ns),
+                halted_time_s: s(tot.halted_ns),
+                spin_time_s: s(tot.spin_ns),
+                throughput: first.map(|w| w.throughput),
+                throughput_unit: first.map(|w| w.throughput_unit.clone()),
+                latency_ms: first.and_then(|w| w.latency_ms.clone()),
+                workloads,
+                vcpus,
+            });
+        }
+        let busy: u64 = self.st.tasks.iter().map(|t| t.c.run_ns).sum();
+        let overhead: u64 = self.st.tasks.iter().map(|t| t.c.overhead_ns).sum();
+        let demanding: Vec<f64> = shares.iter().copied().filter(|x| *x > 0.0).collect();
+        let warm = &self.st.sched_counters_at_warmup;
+        let counters = self
+            .sched
+            .counters()
+            .into_iter()
+            .map(|(k, v)| {
+                let before = warm.iter().find(|(n, _)| *n == k).map_or(0, |x| x.1);
+                (k.to_string(), v - before)
+            })
+            .collect();
+        let h = &self.st.h;
+        Summary {
+            scenario: sc.name.clone(),
+            scheduler: sc.scheduler.name.clone(),
+            seed: self.st.seed,
+            duration_s: sc.duration.as_secs_f64(),
+            warmup_s: sc.warmup.as_secs_f64(),
+            events: h.events,
+            vms,
+            host: HostSummary {
+                pcpus: self.st.cpus.len() as u32,
+                busy_time_s: s(busy),
+                idle_time_s: (measured.ns() as f64 * self.st.cpus.len() as f64 - busy as f64) / 1e9,
+                overhead_time_s: s(overhead),
+                utilization: busy as f64 / (measured.ns() as f64 * self.st.cpus.len() as f64),
+                context_switches: h.context_switches,
+                migrations: MigrationSummary::from(h.migrations),
+            },
+            fairness: FairnessSummary { jain_vm: jain(&demanding) },
+            scheduler_counters: counters,
+            event_counts: EventCounts {
+                cpu_deadlines: h.ev_cpu,
+                thread_wakeups: h.ev_thread_wake,
+                arrivals: h.ev_arrival,
+                global_timers: h.ev_global,
+                op_completions: h.op_completions,
+                scheduler_timers: h.timer_fires,
+                ipis_sent: h.ipis_sent,
+                lock_acquisitions: h.lock_acquisitions,
+            },
+        }
+    }
+}
+
+impl From<[u64; 4]> for MigrationSummary {
+    fn from(m: [u64; 4]) -> Self {
+        MigrationSummary {
+            total: m.iter().sum(),
+            smt_sibling: m[Distance::SmtSibling as usize - 1],
+            same_socket: m[Distance::SameSocket as usize - 1],
+            other_socket: m[Distance::OtherSocket as usize - 1],
+            other_numa: m[Distance::OtherNuma as usize - 1],
+        }
+    }
+}

@@ -1,0 +1,28 @@
+//! vcpulab-core: a deterministic discrete-event simulator of virtual-CPU scheduling.
+//!
+//! - [`scenario`]: the scenario schema (TOML / JSON), validated with precise errors.
+//! - [`engine`]: the event loop, host clock model and guest model.
+//! - [`sched`]: host schedulers, one file each, behind one ops-table trait.
+//! - [`repro`]: built-in reproductions of the seed papers' experiments.
+//! - [`api`]: the entry points the CLI and the Python bindings use.
+
+pub mod api;
+pub mod engine;
+pub mod error;
+pub mod metrics;
+pub mod overrides;
+pub mod reader;
+pub mod repro;
+pub mod rng;
+pub mod scenario;
+pub mod sched;
+pub mod summary;
+pub mod time;
+pub mod topology;
+pub mod workload;
+
+pub use error::{Error, ScenarioError, SimError};
+pub use scenario::Scenario;
+pub use summary::Summary;
+
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

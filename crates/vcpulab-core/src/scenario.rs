@@ -1,0 +1,327 @@
+//! The scenario schema: parsing and validation of scenario files (TOML) and dicts (JSON).
+//!
+//! The key names here are a contract (see docs/scenarios.md): keys may be added, never
+//! renamed. Every error names the file, the key path and what is allowed.
+
+use crate::error::ScenarioError;
+use crate::reader::{json_to_toml, parse_toml, type_name, Owned, Res, Table};
+use crate::time::{SimDuration, NS_PER_S};
+use crate::topology::{CpuSet, Topology};
+use crate::workload::{self, WorkloadSpec};
+
+/// Upper bounds that keep a scenario within what one machine can simulate. Larger inputs
+/// are refused with an explanation rather than exhausting memory.
+pub const MAX_PCPUS: u64 = 65_536;
+pub const MAX_VCPUS_TOTAL: u64 = 1_000_000;
+pub const MAX_THREADS_TOTAL: u64 = 4_000_000;
+
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    /// Where it came from (file path or `<dict>`), for error messages.
+    pub origin: String,
+    pub name: String,
+    pub description: String,
+    pub duration: SimDuration,
+    /// Metrics are reset at this instant so the summary describes the steady state.
+    pub warmup: SimDuration,
+    pub seed: u64,
+    pub host: HostSpec,
+    pub scheduler: SchedulerSpec,
+    pub vms: Vec<VmSpec>,
+}
+
+#[derive(Clone, Debug)]
+pub struct HostSpec {
+    pub sockets: u32,
+    pub cores_per_socket: u32,
+    pub threads_per_core: u32,
+    pub numa_nodes: u32,
+    /// The clock at which compute durations are stated (GHz).
+    pub base_ghz: f64,
+    /// Clock by number of busy cores in a package: entry k-1 for k busy cores; the last
+    /// entry holds for more. Empty: always base_ghz.
+    pub turbo_ghz: Vec<f64>,
+    /// Throughput of a core with all its SMT threads busy, relative to one thread alone.
+    pub smt_throughput: f64,
+    pub costs: Costs,
+}
+
+#[derive(Clone, Debug)]
+pub struct Costs {
+    /// Paid by a pCPU when it switches to a different vCPU or thread than it ran last.
+    pub context_switch: SimDuration,
+    /// Cache refill paid by a vCPU that runs on a different pCPU than last time, by
+    /// distance: SMT sibling, same socket, other socket, other NUMA node.
+    pub migration: [SimDuration; 4],
+}
+
+impl Default for Costs {
+    fn default() -> Self {
+        // Reasoning for the defaults (override per scenario under [host.costs]):
+        // - context_switch 2us: a host switch between two vCPU threads (~1us on KVM) plus
+        //   the VM exit/entry pair (~1us on Intel server parts of the X5650..4210 era).
+        // - migration: refilling a ~1 MiB working set: from the shared L3 at ~200 GB/s is
+        //   ~5us; from the other socket's cache at ~40 GB/s ~25us; from remote DRAM ~50us.
+        //   SMT siblings share L1/L2, so nothing to refill.
+        Costs {
+            context_switch: SimDuration::from_us(2),
+            migration: [
+                SimDuration::ZERO,
+                SimDuration::from_us(5),
+                SimDuration::from_us(25),
+                SimDuration::from_us(50),
+            ],
+        }
+    }
+}
+
+impl HostSpec {
+    pub fn topology(&self) -> Topology {
+        Topology::new(self.sockets, self.cores_per_socket, self.threads_per_core, self.numa_nodes)
+    }
+    pub fn ncpus(&self) -> usize {
+        (self.sockets * self.cores_per_socket * self.threads_per_core) as usize
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct SchedulerSpec {
+    pub name: String,
+    /// The scheduler's own parameters, validated by the scheduler (see `sched::registry`).
+    pub params: toml::Table,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockKind {
+    /// FIFO hand-off: the lock passes to the next waiter even if it is preempted.
+    Ticket,
+    /// Test-and-set: whichever running waiter tries first takes a free lock.
+    TestAndSet,
+}
+
+#[derive(Clone, Debug)]
+pub struct VmSpec {
+    pub name: String,
+    pub vcpus: u32,
+    pub weight: u32,
+    /// Per-vCPU affinity (one entry per vCPU); None = all pCPUs.
+    pub affinity: Vec<Option<CpuSet>>,
+    pub spinlock: LockKind,
+    /// Time slice of the guest scheduler when several guest threads share a vCPU.
+    pub guest_timeslice: SimDuration,
+    pub workloads: Vec<WorkloadSpec>,
+    /// Lock names used by this VM's workloads, in first-use order (index = lock id).
+    pub locks: Vec<String>,
+}
+
+impl Scenario {
+    pub fn from_toml_str(text: &str, origin: &str) -> Res<Scenario> {
+        let v = parse_toml(origin, text)?;
+        Scenario::from_value(&v, origin)
+    }
+
+    pub fn from_json_str(text: &str, origin: &str) -> Res<Scenario> {
+        let j: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| ScenarioError::new(origin, "", format!("invalid JSON: {e}")))?;
+        let v = json_to_toml(origin, &j, "")?;
+        Scenario::from_value(&v, origin)
+    }
+
+    pub fn from_file(path: &str) -> Result<Scenario, crate::Error> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| crate::Error::Io { path: path.to_string(), message: e.to_string() })?;
+        Ok(Scenario::from_toml_str(&text, path)?)
+    }
+
+    pub fn from_value(v: &toml::Value, origin: &str) -> Res<Scenario> {
+        let root = Table::root(origin, v)?;
+        let name = root.opt_str("name")?.unwrap_or("unnamed").to_string();
+        let description = root.opt_str("description")?.unwrap_or("").to_string();
+        let duration = root.req("duration")?.duration()?;
+        if duration.ns() == 0 {
+            return root.err("duration", "must be longer than 0s");
+        }
+        if duration.ns() > 365 * 24 * 3600 * NS_PER_S {
+            return root.err("duration", "is longer than a simulated year; split the run");
+        }
+        let warmup = root.opt_duration("warmup")?.unwrap_or(SimDuration::ZERO);
+        if warmup >= duration {
+            return root.err("warmup", format!("({warmup}) must be shorter than duration ({duration})"));
+        }
+        let seed = root.opt_u64("seed", 0, u64::MAX >> 1)?.unwrap_or(1);
+        let host = parse_host(&root.req("host")?.table()?)?;
+        let ncpus = host.ncpus();
+        let sched_t = root.req("scheduler")?.table()?;
+        let sname = sched_t.req("name")?.str()?.to_string();
+        let mut params = toml::Table::new();
+        for k in sched_t.keys() {
+            if k != "name" {
+                params.insert(k.clone(), sched_t.get(k).unwrap().v.clone());
+            }
+        }
+        crate::sched::validate_params(&sname, &params, origin, &sched_t.path)?;
+
+        let vm_items = root.req("vm")?.array()?;
+        if vm_items.is_empty() {
+            return root.err("vm", "at least one [[vm]] is required");
+        }
+        let mut vms = Vec::with_capacity(vm_items.len());
+        let mut total_vcpus = 0u64;
+        let mut total_threads = 0u64;
+        for item in &vm_items {
+            let vm = parse_vm(item, ncpus)?;
+            if vms.iter().any(|o: &VmSpec| o.name == vm.name) {
+                return item.table()?.err("name", format!("duplicate VM name {:?}; VM names must be unique", vm.name));
+            }
+            total_vcpus += vm.vcpus as u64;
+            total_threads += vm.workloads.iter().map(|w| w.threads as u64).sum::<u64>();
+            vms.push(vm);
+        }
+        if total_vcpus > MAX_VCPUS_TOTAL {
+            return root.err("vm", format!("{total_vcpus} vCPUs in total exceed the limit of {MAX_VCPUS_TOTAL}"));
+        }
+        if total_threads > MAX_THREADS_TOTAL {
+            return root.err("vm", format!("{total_threads} guest threads in total exceed the limit of {MAX_THREADS_TOTAL}"));
+        }
+        root.finish(&["name", "description", "duration", "warmup", "seed", "host", "scheduler", "vm"])?;
+        Ok(Scenario {
+            origin: origin.to_string(),
+            name,
+            description,
+            duration,
+            warmup,
+            seed,
+            host,
+            scheduler: SchedulerSpec { name: sname, params },
+            vms,
+        })
+    }
+}
+
+fn parse_host(t: &Table) -> Res<HostSpec> {
+    let sockets = t.opt_u64("sockets", 1, 64)?.unwrap_or(1) as u32;
+    let cores = t.req("cores_per_socket")?.u64_in(1, MAX_PCPUS)? as u32;
+    let threads = t.opt_u64("threads_per_core", 1, 8)?.unwrap_or(1) as u32;
+    let nodes = t.opt_u64("numa_nodes", 1, 64)?.unwrap_or(1) as u32;
+    let n = sockets as u64 * cores as u64 * threads as u64;
+    if n > MAX_PCPUS {
+        return t.err("cores_per_socket", format!("the host would have {n} pCPUs; the limit is {MAX_PCPUS}"));
+    }
+    if let Err((key, msg)) = Topology::check_shape(sockets, cores, threads, nodes) {
+        return t.err(&key, msg);
+    }
+    let turbo = match t.get("turbo_ghz") {
+        None => vec![],
+        Some(o) => {
+            let items = o.array()?;
+            if items.is_empty() {
+                return o.err("must list at least one clock (GHz), for 1 busy core");
+            }
+            items.iter().map(|i| i.f64_in(0.01, 100.0)).collect::<Res<Vec<f64>>>()?
+        }
+    };
+    let base_ghz = t
+        .opt_f64("base_ghz", 0.01, 100.0)?
+        .unwrap_or_else(|| turbo.first().copied().unwrap_or(1.0));
+    let smt_throughput = t.opt_f64("smt_throughput", 0.1, threads as f64)?.unwrap_or(if threads > 1 { 1.25 } else { 1.0 });
+    let mut costs = Costs::default();
+    if let Some(c) = t.get("costs") {
+        let ct = c.table()?;
+        if let Some(d) = ct.opt_duration("context_switch")? {
+            costs.context_switch = d;
+        }
+        if let Some(m) = ct.get("migration") {
+            let mt = m.table()?;
+            for (i, key) in ["smt_sibling", "same_socket", "other_socket", "other_numa"].iter().enumerate() {
+                if let Some(d) = mt.opt_duration(key)? {
+                    costs.migration[i] = d;
+                }
+            }
+            mt.finish(&["smt_sibling", "same_socket", "other_socket", "other_numa"])?;
+        }
+        ct.finish(&["context_switch", "migration"])?;
+    }
+    t.finish(&[
+        "sockets",
+        "cores_per_socket",
+        "threads_per_core",
+        "numa_nodes",
+        "base_ghz",
+        "turbo_ghz",
+        "smt_throughput",
+        "costs",
+    ])?;
+    Ok(HostSpec {
+        sockets,
+        cores_per_socket: cores,
+        threads_per_core: threads,
+        numa_nodes: nodes,
+        base_ghz,
+        turbo_ghz: turbo,
+        smt_throughput,
+        costs,
+    })
+}
+
+fn parse_affinity(o: &Owned, ncpus: usize) -> Res<CpuSet> {
+    let text = o.str()?;
+    let set = CpuSet::parse(text).or_else(|m| o.err(m))?;
+    if let Some(max) = set.max() {
+        if max >= ncpus {
+            return o.err(format!(
+                "cpu-list {text:?} names pCPU {max}, but the host has pCPUs 0-{} only",
+                ncpus - 1
+            ));
+        }
+    }
+    Ok(set)
+}
+
+fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
+    let t = item.table()?;
+    let name = t.req("name")?.str()?.to_string();
+    if name.is_empty() || name.contains(|c: char| c.is_whitespace() || c == '.' || c == '[') {
+        return t.err("name", format!("{name:?} is not a valid VM name: use letters, digits, '-' or '_'"));
+    }
+    let vcpus = t.req("vcpus")?.u64_in(1, MAX_VCPUS_TOTAL)? as u32;
+    let weight = t.opt_u64("weight", 1, 65_535)?.unwrap_or(256) as u32;
+    let affinity = match t.get("affinity") {
+        None => vec![None; vcpus as usize],
+        Some(o) => match o.v {
+            toml::Value::String(_) => vec![Some(parse_affinity(&o, ncpus)?); vcpus as usize],
+            toml::Value::Array(_) => {
+                let items = o.array()?;
+                if items.len() != vcpus as usize {
+                    return o.err(format!(
+                        "lists {} cpu-lists but the VM has {vcpus} vCPUs; give one per vCPU or a single string for all",
+                        items.len()
+                    ));
+                }
+                items.iter().map(|i| parse_affinity(i, ncpus).map(Some)).collect::<Res<_>>()?
+            }
+            other => return o.err(format!("expected a cpu-list string like \"0-3\" or an array of them, got {}", type_name(other))),
+        },
+    };
+    let spinlock = match t.opt_str("spinlock")? {
+        None | Some("ticket") => LockKind::Ticket,
+        Some("tas") => LockKind::TestAndSet,
+        Some(other) => return t.err("spinlock", format!("unknown spinlock kind {other:?}; allowed: \"ticket\", \"tas\"")),
+    };
+    // Linux guest CFS with two runnable threads on one vCPU gives each about half of the
+    // unscaled 6 ms sched_latency; we round to a 3 ms round-robin slice.
+    let guest_timeslice = t.opt_duration("guest_timeslice")?.unwrap_or(SimDuration::from_ms(3));
+    if guest_timeslice.ns() == 0 {
+        return t.err("guest_timeslice", "must be longer than 0s");
+    }
+    let mut locks: Vec<String> = Vec::new();
+    let workloads = match t.get("workload") {
+        None => vec![],
+        Some(o) => o
+            .array()?
+            .iter()
+            .map(|w| workload::parse_workload(w, &mut locks, spinlock))
+            .collect::<Res<Vec<_>>>()?,
+    };
+    t.finish(&["name", "vcpus", "weight", "affinity", "spinlock", "guest_timeslice", "workload"])?;
+    Ok(VmSpec { name, vcpus, weight, affinity, spinlock, guest_timeslice, workloads, locks })
+}

@@ -1,0 +1,289 @@
+//! Host schedulers: the ops table every scheduler implements, the view of the host it
+//! gets, and the registry (one line per scheduler) that also feeds `--help` and Python.
+//!
+//! ## Contract between the engine and a scheduler
+//! The engine owns *what runs where* (`SchedView::cpu_curr`) and the guest model; the
+//! scheduler owns its run queues and decides *what should run*. The engine calls:
+//! - `wake(task)` when a halted vCPU becomes runnable. The scheduler queues it somewhere
+//!   and calls `ctx.resched(cpu)` for any pCPU that should reconsider what it runs.
+//! - `block(cpu, task)` when the task running on `cpu` halts; the engine then asks
+//!   `pick_next(cpu, None)`.
+//! - `pick_next(cpu, prev)` when a pCPU was asked to reschedule. `prev` is the task that
+//!   was running there and is still runnable: the scheduler must either return it again or
+//!   keep it queued. The returned task must be runnable, not running elsewhere, and allowed
+//!   on `cpu` by its affinity; the engine checks this when invariants are on.
+//! - `timer(cpu)` when the pCPU's timer, armed with `ctx.set_timer`, expires.
+//! - `global_timer()` when the timer armed with `ctx.set_global_timer` expires.
+//!
+//! Every hook receives `ctx.now`. Hooks never see partially updated engine state: the
+//! engine applies their requests (reschedules, timers) after the hook returns.
+
+pub mod hyperv_root;
+pub mod rr;
+
+use crate::error::ScenarioError;
+use crate::reader::{Owned, Res, Table};
+use crate::time::{SimDuration, SimTime};
+use crate::topology::{CpuSet, Topology};
+
+pub type TaskId = u32;
+pub type CpuId = u32;
+
+/// Host-visible state of a schedulable entity (a vCPU).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunState {
+    Running(CpuId),
+    Runnable,
+    Halted,
+}
+
+/// Static facts about a task that schedulers may use.
+#[derive(Clone, Debug)]
+pub struct TaskInfo {
+    pub vm: u32,
+    /// Index of the vCPU within its VM.
+    pub index: u32,
+    pub affinity: CpuSet,
+    pub weight: u32,
+}
+
+/// What a scheduler may read about the host. Updated by the engine between hooks.
+pub struct SchedView {
+    pub topo: Topology,
+    pub tasks: Vec<TaskInfo>,
+    pub state: Vec<RunState>,
+    pub cpu_curr: Vec<Option<TaskId>>,
+    /// Number of VMs; VM ids are 0..nvms.
+    pub nvms: u32,
+}
+
+/// Requests a hook makes; the engine applies them after the hook returns.
+#[derive(Default)]
+pub struct SchedOut {
+    pub(crate) resched: Vec<CpuId>,
+    pub(crate) resched_pending: Vec<bool>,
+    pub(crate) timers: Vec<(CpuId, Option<SimTime>)>,
+    pub(crate) global_timer: Option<Option<SimTime>>,
+}
+
+pub struct SchedCtx<'a> {
+    pub now: SimTime,
+    pub view: &'a SchedView,
+    pub(crate) out: &'a mut SchedOut,
+}
+
+impl<'a> SchedCtx<'a> {
+    /// Asks `cpu` to call `pick_next` (after this hook returns).
+    #[inline]
+    pub fn resched(&mut self, cpu: CpuId) {
+        let c = cpu as usize;
+        if !self.out.resched_pending[c] {
+            self.out.resched_pending[c] = true;
+            self.out.resched.push(cpu);
+        }
+    }
+    /// Arms (replacing any earlier) the timer of `cpu`.
+    #[inline]
+    pub fn set_timer(&mut self, cpu: CpuId, at: SimTime) {
+        self.out.timers.push((cpu, Some(at)));
+    }
+    #[inline]
+    pub fn cancel_timer(&mut self, cpu: CpuId) {
+        self.out.timers.push((cpu, None));
+    }
+    pub fn set_global_timer(&mut self, at: SimTime) {
+        self.out.global_timer = Some(Some(at));
+    }
+    #[inline]
+    pub fn curr(&self, cpu: CpuId) -> Option<TaskId> {
+        self.view.cpu_curr[cpu as usize]
+    }
+    #[inline]
+    pub fn is_idle(&self, cpu: CpuId) -> bool {
+        self.view.cpu_curr[cpu as usize].is_none()
+    }
+    #[inline]
+    pub fn allowed(&self, task: TaskId, cpu: CpuId) -> bool {
+        self.view.tasks[task as usize].affinity.contains(cpu as usize)
+    }
+    pub fn ncpus(&self) -> usize {
+        self.view.cpu_curr.len()
+    }
+}
+
+/// The ops table. One implementation per file in this folder.
+pub trait Scheduler {
+    fn init(&mut self, ctx: &mut SchedCtx);
+    fn wake(&mut self, ctx: &mut SchedCtx, task: TaskId);
+    fn block(&mut self, ctx: &mut SchedCtx, cpu: CpuId, task: TaskId);
+    fn pick_next(&mut self, ctx: &mut SchedCtx, cpu: CpuId, prev: Option<TaskId>) -> Option<TaskId>;
+    fn timer(&mut self, ctx: &mut SchedCtx, cpu: CpuId);
+    fn global_timer(&mut self, _ctx: &mut SchedCtx) {}
+    /// Counters, one per decision branch, as (name, value) in a fixed order.
+    fn counters(&self) -> Vec<(&'static str, u64)>;
+}
+
+/// Declares counters as a fixed array indexed by an enum-like set of constants.
+#[derive(Clone, Debug)]
+pub struct Counters<const N: usize> {
+    pub names: [&'static str; N],
+    pub values: [u64; N],
+}
+
+impl<const N: usize> Counters<N> {
+    pub const fn new(names: [&'static str; N]) -> Self {
+        Counters { names, values: [0; N] }
+    }
+    #[inline]
+    pub fn bump(&mut self, i: usize) {
+        self.values[i] += 1;
+    }
+    pub fn list(&self) -> Vec<(&'static str, u64)> {
+        self.names.iter().copied().zip(self.values.iter().copied()).collect()
+    }
+}
+
+/// A scheduler parameter, for validation and documentation.
+#[derive(Clone, Debug)]
+pub struct ParamInfo {
+    pub name: &'static str,
+    pub kind: ParamKind,
+    pub default: &'static str,
+    pub help: &'static str,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamKind {
+    Duration,
+    Int,
+    Float,
+    Bool,
+}
+
+impl ParamKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ParamKind::Duration => "duration",
+            ParamKind::Int => "integer",
+            ParamKind::Float => "number",
+            ParamKind::Bool => "boolean",
+        }
+    }
+}
+
+/// Typed access to a validated parameter table, with defaults from the `ParamInfo`s.
+pub struct Params<'a> {
+    table: &'a toml::Table,
+    infos: &'static [ParamInfo],
+}
+
+impl<'a> Params<'a> {
+    fn raw(&self, name: &str) -> toml::Value {
+        if let Some(v) = self.table.get(name) {
+            return v.clone();
+        }
+        let info = self.infos.iter().find(|p| p.name == name).expect("undeclared parameter");
+        match info.kind {
+            ParamKind::Duration => toml::Value::String(info.default.to_string()),
+            ParamKind::Int => toml::Value::Integer(info.default.parse().expect("bad default")),
+            ParamKind::Float => toml::Value::Float(info.default.parse().expect("bad default")),
+            ParamKind::Bool => toml::Value::Boolean(info.default == "true"),
+        }
+    }
+    pub fn duration(&self, name: &str) -> SimDuration {
+        let v = self.raw(name);
+        crate::time::parse_duration(v.as_str().unwrap()).expect("validated")
+    }
+    pub fn int(&self, name: &str) -> i64 {
+        let v = self.raw(name);
+        v.as_integer().unwrap_or_else(|| v.as_float().unwrap() as i64)
+    }
+    pub fn float(&self, name: &str) -> f64 {
+        let v = self.raw(name);
+        v.as_float().unwrap_or_else(|| v.as_integer().unwrap() as f64)
+    }
+    pub fn bool(&self, name: &str) -> bool {
+        self.raw(name).as_bool().unwrap()
+    }
+}
+
+/// One registered scheduler.
+pub struct SchedulerEntry {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub params: &'static [ParamInfo],
+}
+
+/// The registry: one line per scheduler. The order is the order of `vcpulab schedulers`.
+pub const REGISTRY: &[SchedulerEntry] = &[
+    SchedulerEntry { name: "rr", description: rr::DESCRIPTION, params: rr::PARAMS },
+    SchedulerEntry { name: "hyperv-root", description: hyperv_root::DESCRIPTION, params: hyperv_root::PARAMS },
+];
+
+/// Builds the scheduler named in a scenario and hands it to `f` with its static type, so
+/// the engine is monomorphised per scheduler (no dynamic dispatch on the hot path).
+pub trait WithScheduler {
+    type Output;
+    fn call<S: Scheduler>(self, sched: S) -> Self::Output;
+}
+
+pub fn with_scheduler<F: WithScheduler>(name: &str, params: &toml::Table, f: F) -> F::Output {
+    let entry = find(name).expect("validated scheduler name");
+    let p = Params { table: params, infos: entry.params };
+    match name {
+        "rr" => f.call(rr::Rr::new(&p)),
+        "hyperv-root" => f.call(hyperv_root::HyperVRoot::new(&p)),
+        _ => unreachable!("scheduler {name} is registered but not constructible"),
+    }
+}
+
+pub fn find(name: &str) -> Option<&'static SchedulerEntry> {
+    REGISTRY.iter().find(|e| e.name == name)
+}
+
+/// Validates the parameters of scheduler `name` (keys and types).
+pub fn validate_params(name: &str, params: &toml::Table, origin: &str, path: &str) -> Res<()> {
+    let Some(entry) = find(name) else {
+        let names: Vec<&str> = REGISTRY.iter().map(|e| e.name).collect();
+        let hint = crate::reader::closest(name, &names).map(|c| format!(" (did you mean {c:?}?)")).unwrap_or_default();
+        return Err(ScenarioError::new(
+            origin,
+            format!("{path}.name"),
+            format!("unknown scheduler {name:?}{hint}; available: {}", names.join(", ")),
+        ));
+    };
+    let value = toml::Value::Table(params.clone());
+    let table = Table::root(origin, &value)?.with_path(path);
+    for info in entry.params {
+        if let Some(o) = table.get(info.name) {
+            check_param(&o, info)?;
+        }
+    }
+    let mut allowed: Vec<&str> = vec!["name"];
+    allowed.extend(entry.params.iter().map(|p| p.name));
+    table.finish(&allowed).map_err(|e| ScenarioError {
+        message: format!("{} (scheduler {name})", e.message),
+        ..e
+    })
+}
+
+fn check_param(o: &Owned, info: &ParamInfo) -> Res<()> {
+    match info.kind {
+        ParamKind::Duration => {
+            let d = o.duration()?;
+            if d.ns() == 0 {
+                return o.err("must be longer than 0s");
+            }
+        }
+        ParamKind::Int => {
+            o.u64_in(0, 1 << 40)?;
+        }
+        ParamKind::Float => {
+            o.f64_in(0.0, 1e12)?;
+        }
+        ParamKind::Bool => {
+            o.bool()?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,123 @@
+//! The run summary. Its JSON form is a contract (docs/scenarios.md, "Summary"): fields
+//! may be added, never renamed. All figures derive from counters kept by the engine and
+//! the scheduler; times are seconds over the measured interval (after warm-up).
+
+use serde::{Serialize, Serializer};
+
+fn pairs_as_map<S: Serializer>(pairs: &[(String, u64)], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(pairs.iter().map(|(k, v)| (k, v)))
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub scenario: String,
+    pub scheduler: String,
+    pub seed: u64,
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    /// Events processed (superseded timers not counted).
+    pub events: u64,
+    pub vms: Vec<VmSummary>,
+    pub host: HostSummary,
+    pub fairness: FairnessSummary,
+    /// One counter per decision branch of the scheduler, in its declared order.
+    #[serde(serialize_with = "pairs_as_map")]
+    pub scheduler_counters: Vec<(String, u64)>,
+    pub event_counts: EventCounts,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct VmSummary {
+    pub name: String,
+    pub vcpu_count: u32,
+    pub weight: u32,
+    /// pCPU time the VM's vCPUs held (including switch and migration overhead).
+    pub cpu_time_s: f64,
+    /// cpu_time_s over (pCPUs x measured time).
+    pub cpu_share: f64,
+    /// Runnable but not running (steal time).
+    pub wait_time_s: f64,
+    pub halted_time_s: f64,
+    /// Part of cpu_time_s spent spinning on locks or IPI acknowledgements.
+    pub spin_time_s: f64,
+    /// Of the first workload (null if the VM has none).
+    pub throughput: Option<f64>,
+    pub throughput_unit: Option<String>,
+    pub latency_ms: Option<LatencySummary>,
+    pub workloads: Vec<WorkloadSummary>,
+    /// Time figures per vCPU.
+    pub vcpus: Vec<VcpuSummary>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct WorkloadSummary {
+    pub kind: String,
+    pub threads: u32,
+    /// Units completed (loops, events, requests) in the measured interval.
+    pub completed: u64,
+    pub throughput: f64,
+    pub throughput_unit: String,
+    pub latency_ms: Option<LatencySummary>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct VcpuSummary {
+    pub index: u32,
+    pub cpu_time_s: f64,
+    pub wait_time_s: f64,
+    pub halted_time_s: f64,
+    pub spin_time_s: f64,
+    pub overhead_time_s: f64,
+    pub dispatches: u64,
+    pub preemptions: u64,
+    pub halts: u64,
+    pub migrations: MigrationSummary,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct MigrationSummary {
+    pub total: u64,
+    pub smt_sibling: u64,
+    pub same_socket: u64,
+    pub other_socket: u64,
+    pub other_numa: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct HostSummary {
+    pub pcpus: u32,
+    pub busy_time_s: f64,
+    pub idle_time_s: f64,
+    pub overhead_time_s: f64,
+    pub utilization: f64,
+    pub context_switches: u64,
+    pub migrations: MigrationSummary,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FairnessSummary {
+    /// Jain's index over (CPU time / weight) of the VMs that used any CPU.
+    pub jain_vm: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct EventCounts {
+    pub cpu_deadlines: u64,
+    pub thread_wakeups: u64,
+    pub arrivals: u64,
+    pub global_timers: u64,
+    pub op_completions: u64,
+    pub scheduler_timers: u64,
+    pub ipis_sent: u64,
+    pub lock_acquisitions: u64,
+}

@@ -1,0 +1,202 @@
+//! Simulated time: integer nanoseconds.
+//!
+//! `SimTime` is an instant since the start of the run, `SimDuration` a span. Both are
+//! `u64` nanoseconds, so a run of 584 years fits and no floating-point rounding can make
+//! two events swap places.
+
+use std::fmt;
+use std::ops::{Add, AddAssign, Sub};
+
+/// An instant, in nanoseconds since the start of the simulated run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SimTime(pub u64);
+
+/// A span of simulated time, in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SimDuration(pub u64);
+
+pub const NS_PER_US: u64 = 1_000;
+pub const NS_PER_MS: u64 = 1_000_000;
+pub const NS_PER_S: u64 = 1_000_000_000;
+
+impl SimTime {
+    pub const ZERO: SimTime = SimTime(0);
+    pub const MAX: SimTime = SimTime(u64::MAX);
+    #[inline]
+    pub fn ns(self) -> u64 {
+        self.0
+    }
+    #[inline]
+    pub fn since(self, earlier: SimTime) -> SimDuration {
+        SimDuration(self.0.saturating_sub(earlier.0))
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / NS_PER_S as f64
+    }
+}
+
+impl SimDuration {
+    pub const ZERO: SimDuration = SimDuration(0);
+    #[inline]
+    pub const fn from_ns(ns: u64) -> Self {
+        SimDuration(ns)
+    }
+    #[inline]
+    pub const fn from_us(us: u64) -> Self {
+        SimDuration(us * NS_PER_US)
+    }
+    #[inline]
+    pub const fn from_ms(ms: u64) -> Self {
+        SimDuration(ms * NS_PER_MS)
+    }
+    #[inline]
+    pub const fn from_secs(s: u64) -> Self {
+        SimDuration(s * NS_PER_S)
+    }
+    #[inline]
+    pub fn ns(self) -> u64 {
+        self.0
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / NS_PER_S as f64
+    }
+    pub fn as_ms_f64(self) -> f64 {
+        self.0 as f64 / NS_PER_MS as f64
+    }
+}
+
+impl Add<SimDuration> for SimTime {
+    type Output = SimTime;
+    #[inline]
+    fn add(self, d: SimDuration) -> SimTime {
+        SimTime(self.0.saturating_add(d.0))
+    }
+}
+impl AddAssign<SimDuration> for SimTime {
+    #[inline]
+    fn add_assign(&mut self, d: SimDuration) {
+        self.0 = self.0.saturating_add(d.0);
+    }
+}
+impl Add for SimDuration {
+    type Output = SimDuration;
+    #[inline]
+    fn add(self, d: SimDuration) -> SimDuration {
+        SimDuration(self.0.saturating_add(d.0))
+    }
+}
+impl AddAssign for SimDuration {
+    #[inline]
+    fn add_assign(&mut self, d: SimDuration) {
+        self.0 = self.0.saturating_add(d.0);
+    }
+}
+impl Sub for SimDuration {
+    type Output = SimDuration;
+    #[inline]
+    fn sub(self, d: SimDuration) -> SimDuration {
+        SimDuration(self.0.saturating_sub(d.0))
+    }
+}
+
+impl fmt::Display for SimDuration {
+    /// Prints the largest unit that keeps the value exact: `30ms`, `1500us`, `7ns`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ns = self.0;
+        if ns == 0 {
+            return write!(f, "0s");
+        }
+        for (unit, per) in [("s", NS_PER_S), ("ms", NS_PER_MS), ("us", NS_PER_US)] {
+            if ns % per == 0 {
+                return write!(f, "{}{}", ns / per, unit);
+            }
+        }
+        write!(f, "{}ns", ns)
+    }
+}
+
+/// Parses a duration string such as `"250us"`, `"1.5ms"`, `"10s"`, `"2min"`, `"100ns"`.
+/// Returns a message saying what is wrong, for the caller to wrap with file and key path.
+pub fn parse_duration(text: &str) -> Result<SimDuration, String> {
+    let s = text.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E'))
+        .unwrap_or(s.len());
+    // 'e' may be the start of a unit only in principle; none of our units start with e.
+    let (num, unit) = s.split_at(split);
+    let unit = unit.trim();
+    if num.is_empty() {
+        return Err(format!(
+            "expected a duration like \"250us\", \"1.5ms\" or \"10s\", got {:?}",
+            text
+        ));
+    }
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("{:?} is not a number followed by a unit (ns, us, ms, s, min, h)", text))?;
+    if !value.is_finite() {
+        return Err(format!("{:?} is not a finite duration", text));
+    }
+    if value < 0.0 {
+        return Err(format!("duration {:?} is negative; durations must be >= 0", text));
+    }
+    let per: f64 = match unit {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        "min" => 60e9,
+        "h" => 3600e9,
+        "" => {
+            return Err(format!(
+                "duration {:?} has no unit; write e.g. \"{}ms\" (units: ns, us, ms, s, min, h)",
+                text, num
+            ))
+        }
+        other => {
+            return Err(format!(
+                "unknown time unit {:?} in {:?}; allowed units: ns, us, ms, s, min, h",
+                other, text
+            ))
+        }
+    };
+    let ns = value * per;
+    if ns > u64::MAX as f64 / 2.0 {
+        return Err(format!("duration {:?} is too large", text));
+    }
+    let rounded = ns.round();
+    if (rounded - ns).abs() > 1e-6 * ns.max(1.0) && value.fract() != 0.0 && per == 1.0 {
+        return Err(format!("duration {:?} is finer than 1 ns", text));
+    }
+    Ok(SimDuration(rounded as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_units() {
+        assert_eq!(parse_duration("250us").unwrap(), SimDuration(250_000));
+        assert_eq!(parse_duration("1.5ms").unwrap(), SimDuration(1_500_000));
+        assert_eq!(parse_duration("10s").unwrap(), SimDuration(10 * NS_PER_S));
+        assert_eq!(parse_duration("2min").unwrap(), SimDuration(120 * NS_PER_S));
+        assert_eq!(parse_duration("7ns").unwrap(), SimDuration(7));
+        assert_eq!(parse_duration("0s").unwrap(), SimDuration(0));
+    }
+
+    #[test]
+    fn rejects_bad_durations_with_reasons() {
+        assert!(parse_duration("-5ms").unwrap_err().contains("negative"));
+        assert!(parse_duration("5").unwrap_err().contains("no unit"));
+        assert!(parse_duration("5 parsecs").unwrap_err().contains("unknown time unit"));
+        assert!(parse_duration("ms").unwrap_err().contains("expected a duration"));
+    }
+
+    #[test]
+    fn displays_exact_units() {
+        assert_eq!(SimDuration::from_ms(30).to_string(), "30ms");
+        assert_eq!(SimDuration(1_500_000).to_string(), "1500us");
+        assert_eq!(SimDuration(7).to_string(), "7ns");
+    }
+}

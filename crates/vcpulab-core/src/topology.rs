@@ -1,0 +1,328 @@
+//! Host topology: sockets x cores x SMT threads, NUMA nodes, CPU sets and distances.
+//!
+//! ## pCPU numbering
+//! pCPU ids are numbered thread-fastest: the SMT siblings of a core are adjacent.
+//! `cpu = (socket * cores_per_socket + core) * threads_per_core + thread`.
+//! With 2 sockets x 2 cores x 2 threads: cpus 0,1 are core 0 of socket 0; 2,3 core 1 of
+//! socket 0; 4..7 socket 1. (Linux often lists first threads first; Windows numbers logical
+//! processors sibling-adjacent, as we do. An affinity such as `"0-1"` therefore names one core.)
+//!
+//! ## NUMA
+//! `numa_nodes` either groups whole sockets (nodes divides sockets) or splits each socket
+//! into equal groups of cores (sockets divides nodes, "sub-NUMA clustering").
+
+use std::fmt;
+
+/// Distance between the pCPU a thread last ran on and the one it runs on now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Distance {
+    SameCpu = 0,
+    SmtSibling = 1,
+    SameSocket = 2,
+    OtherSocket = 3,
+    OtherNuma = 4,
+}
+
+impl Distance {
+    pub const MIGRATIONS: [Distance; 4] =
+        [Distance::SmtSibling, Distance::SameSocket, Distance::OtherSocket, Distance::OtherNuma];
+    pub fn key(self) -> &'static str {
+        match self {
+            Distance::SameCpu => "same_cpu",
+            Distance::SmtSibling => "smt_sibling",
+            Distance::SameSocket => "same_socket",
+            Distance::OtherSocket => "other_socket",
+            Distance::OtherNuma => "other_numa",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct CpuInfo {
+    pub socket: u32,
+    pub core: u32, // global core index
+    pub thread: u32,
+    pub node: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct Topology {
+    pub sockets: u32,
+    pub cores_per_socket: u32,
+    pub threads_per_core: u32,
+    pub numa_nodes: u32,
+    pub cpus: Vec<CpuInfo>,
+}
+
+impl Topology {
+    /// Builds the topology; the caller has validated that the shape is consistent.
+    pub fn new(sockets: u32, cores_per_socket: u32, threads_per_core: u32, numa_nodes: u32) -> Topology {
+        let mut cpus = Vec::new();
+        let total_cores = sockets * cores_per_socket;
+        for socket in 0..sockets {
+            for c in 0..cores_per_socket {
+                let core = socket * cores_per_socket + c;
+                let node = if numa_nodes <= sockets {
+                    socket / (sockets / numa_nodes)
+                } else {
+                    let per_socket = numa_nodes / sockets;
+                    let cores_per_node = cores_per_socket / per_socket;
+                    socket * per_socket + c / cores_per_node
+                };
+                for thread in 0..threads_per_core {
+                    cpus.push(CpuInfo { socket, core, thread, node });
+                }
+            }
+        }
+        debug_assert_eq!(cpus.len() as u32, total_cores * threads_per_core);
+        Topology { sockets, cores_per_socket, threads_per_core, numa_nodes, cpus }
+    }
+
+    /// Checks the shape; returns a message naming the offending key.
+    pub fn check_shape(sockets: u32, cores: u32, threads: u32, nodes: u32) -> Result<(), (String, String)> {
+        let err = |k: &str, m: String| Err((k.to_string(), m));
+        if sockets == 0 {
+            return err("sockets", "must be at least 1".into());
+        }
+        if cores == 0 {
+            return err("cores_per_socket", "must be at least 1".into());
+        }
+        if threads == 0 {
+            return err("threads_per_core", "must be at least 1".into());
+        }
+        if nodes == 0 {
+            return err("numa_nodes", "must be at least 1".into());
+        }
+        if nodes <= sockets {
+            if sockets % nodes != 0 {
+                return err("numa_nodes", format!("{nodes} NUMA nodes do not divide {sockets} sockets evenly"));
+            }
+        } else if nodes % sockets != 0 || cores % (nodes / sockets) != 0 {
+            return err(
+                "numa_nodes",
+                format!("{nodes} NUMA nodes cannot split {sockets} sockets of {cores} cores into equal groups"),
+            );
+        }
+        Ok(())
+    }
+
+    #[inline]
+    pub fn ncpus(&self) -> usize {
+        self.cpus.len()
+    }
+
+    pub fn ncores(&self) -> usize {
+        (self.sockets * self.cores_per_socket) as usize
+    }
+
+    /// The pCPUs of a core, in id order.
+    pub fn core_cpus(&self, core: u32) -> std::ops::Range<usize> {
+        let t = self.threads_per_core as usize;
+        let first = core as usize * t;
+        first..first + t
+    }
+
+    pub fn distance(&self, a: usize, b: usize) -> Distance {
+        if a == b {
+            return Distance::SameCpu;
+        }
+        let (x, y) = (&self.cpus[a], &self.cpus[b]);
+        if x.core == y.core {
+            Distance::SmtSibling
+        } else if x.node != y.node {
+            Distance::OtherNuma
+        } else if x.socket != y.socket {
+            Distance::OtherSocket
+        } else {
+            Distance::SameSocket
+        }
+    }
+}
+
+/// A set of pCPU ids (bitset). Deterministic iteration in increasing id order.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct CpuSet {
+    words: Vec<u64>,
+}
+
+impl CpuSet {
+    pub fn empty(ncpus: usize) -> CpuSet {
+        CpuSet { words: vec![0; ncpus.div_ceil(64).max(1)] }
+    }
+    pub fn full(ncpus: usize) -> CpuSet {
+        let mut s = CpuSet::empty(ncpus);
+        for c in 0..ncpus {
+            s.insert(c);
+        }
+        s
+    }
+    #[inline]
+    pub fn insert(&mut self, cpu: usize) {
+        let w = cpu / 64;
+        if w >= self.words.len() {
+            self.words.resize(w + 1, 0);
+        }
+        self.words[w] |= 1 << (cpu % 64);
+    }
+    #[inline]
+    pub fn remove(&mut self, cpu: usize) {
+        if let Some(w) = self.words.get_mut(cpu / 64) {
+            *w &= !(1 << (cpu % 64));
+        }
+    }
+    #[inline]
+    pub fn contains(&self, cpu: usize) -> bool {
+        self.words.get(cpu / 64).is_some_and(|w| w & (1 << (cpu % 64)) != 0)
+    }
+    pub fn len(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.words.iter().all(|w| *w == 0)
+    }
+    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.words.iter().enumerate().flat_map(|(i, w)| {
+            let mut w = *w;
+            std::iter::from_fn(move || {
+                if w == 0 {
+                    None
+                } else {
+                    let b = w.trailing_zeros() as usize;
+                    w &= w - 1;
+                    Some(i * 64 + b)
+                }
+            })
+        })
+    }
+    pub fn first(&self) -> Option<usize> {
+        self.iter().next()
+    }
+    /// The `n`-th member in id order, wrapping around.
+    pub fn nth_wrapping(&self, n: usize) -> Option<usize> {
+        let len = self.len();
+        if len == 0 {
+            None
+        } else {
+            self.iter().nth(n % len)
+        }
+    }
+    pub fn intersect(&self, other: &CpuSet) -> CpuSet {
+        let n = self.words.len().min(other.words.len());
+        CpuSet { words: (0..n).map(|i| self.words[i] & other.words[i]).collect() }
+    }
+    pub fn subtract(&self, other: &CpuSet) -> CpuSet {
+        let words = self
+            .words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| w & !other.words.get(i).copied().unwrap_or(0))
+            .collect();
+        CpuSet { words }
+    }
+    pub fn max(&self) -> Option<usize> {
+        self.iter().last()
+    }
+
+    /// Parses a cpu-list as taskset and the kernel write it: `"0-3,6,8-9"`.
+    /// The error names the offending token.
+    pub fn parse(text: &str) -> Result<CpuSet, String> {
+        let mut set = CpuSet::empty(64);
+        if text.trim().is_empty() {
+            return Err("empty cpu-list; write e.g. \"0-3,6\"".into());
+        }
+        for token in text.split(',') {
+            let tok = token.trim();
+            let parse_num = |s: &str| -> Result<usize, String> {
+                let s = s.trim();
+                if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(format!("bad token {:?} in cpu-list {:?}: expected a cpu number or a range like 0-3", tok, text));
+                }
+                let v: usize = s.parse().map_err(|_| format!("cpu number {:?} in {:?} is too large", s, text))?;
+                if v >= 1 << 20 {
+                    return Err(format!("cpu number {v} in {:?} is too large", text));
+                }
+                Ok(v)
+            };
+            if let Some((a, b)) = tok.split_once('-') {
+                let (lo, hi) = (parse_num(a)?, parse_num(b)?);
+                if lo > hi {
+                    return Err(format!("range {:?} in cpu-list {:?} runs backwards", tok, text));
+                }
+                for c in lo..=hi {
+                    set.insert(c);
+                }
+            } else {
+                set.insert(parse_num(tok)?);
+            }
+        }
+        Ok(set)
+    }
+}
+
+impl fmt::Display for CpuSet {
+    /// Formats as a compact cpu-list (`0-3,6`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        let mut it = self.iter().peekable();
+        while let Some(start) = it.next() {
+            let mut end = start;
+            while it.peek() == Some(&(end + 1)) {
+                end = it.next().unwrap();
+            }
+            parts.push(if start == end { start.to_string() } else { format!("{start}-{end}") });
+        }
+        write!(f, "{}", parts.join(","))
+    }
+}
+
+impl fmt::Debug for CpuSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CpuSet({})", self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpulist_roundtrip() {
+        let s = CpuSet::parse("0-3,6,8-9").unwrap();
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![0, 1, 2, 3, 6, 8, 9]);
+        assert_eq!(s.to_string(), "0-3,6,8-9");
+        assert_eq!(s.len(), 7);
+    }
+
+    #[test]
+    fn cpulist_errors_name_the_bad_token() {
+        let e = CpuSet::parse("0-3,x").unwrap_err();
+        assert!(e.contains("\"x\""), "{e}");
+        assert!(CpuSet::parse("3-1").unwrap_err().contains("backwards"));
+        assert!(CpuSet::parse("").unwrap_err().contains("empty"));
+        assert!(CpuSet::parse("1-").unwrap_err().contains("\"1-\""));
+    }
+
+    #[test]
+    fn numbering_is_thread_fastest_and_distances_classify() {
+        let t = Topology::new(2, 2, 2, 2);
+        assert_eq!(t.ncpus(), 8);
+        assert_eq!(t.cpus[1].core, 0);
+        assert_eq!(t.cpus[2].core, 1);
+        assert_eq!(t.cpus[4].socket, 1);
+        assert_eq!(t.distance(0, 1), Distance::SmtSibling);
+        assert_eq!(t.distance(0, 2), Distance::SameSocket);
+        assert_eq!(t.distance(0, 4), Distance::OtherNuma);
+        let flat = Topology::new(2, 2, 1, 1);
+        assert_eq!(flat.distance(0, 2), Distance::OtherSocket);
+        let snc = Topology::new(1, 4, 1, 2);
+        assert_eq!(snc.distance(0, 1), Distance::SameSocket);
+        assert_eq!(snc.distance(0, 2), Distance::OtherNuma);
+    }
+
+    #[test]
+    fn shape_checks() {
+        assert!(Topology::check_shape(2, 4, 2, 3).is_err());
+        assert!(Topology::check_shape(1, 4, 1, 2).is_ok());
+        assert!(Topology::check_shape(0, 4, 1, 1).is_err());
+    }
+}

@@ -1,0 +1,378 @@
+//! Guest workloads: the operations a guest thread loops over, distributions, and presets.
+//!
+//! A workload is a program of operations that each of its threads loops over forever.
+//! Presets (`sysbench-cpu`, `stress-ng`, `lookbusy`) expand into programs; `program` spells
+//! the operations out. Each completed loop is one unit of throughput (a sysbench event, a
+//! stress-ng bogo-op, ...), and a request served is one unit for request-driven workloads.
+
+use crate::reader::{type_name, Owned, Res, Table};
+use crate::rng::Rng;
+use crate::scenario::LockKind;
+
+/// A non-negative random quantity, in nanoseconds of work or time.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Dist {
+    Fixed(f64),
+    Exp { mean: f64 },
+    Uniform { lo: f64, hi: f64 },
+    /// Normal, truncated at zero.
+    Normal { mean: f64, sd: f64 },
+    /// Log-normal given by its median and the sigma of the underlying normal.
+    LogNormal { median: f64, sigma: f64 },
+}
+
+impl Dist {
+    #[inline]
+    pub fn sample(&self, rng: &mut Rng) -> f64 {
+        match *self {
+            Dist::Fixed(x) => x,
+            Dist::Exp { mean } => rng.exp(mean),
+            Dist::Uniform { lo, hi } => lo + (hi - lo) * (1.0 - rng.uniform_open0()),
+            Dist::Normal { mean, sd } => (mean + sd * rng.std_normal()).max(0.0),
+            Dist::LogNormal { median, sigma } => median * (sigma * rng.std_normal()).exp(),
+        }
+    }
+    pub fn mean(&self) -> f64 {
+        match *self {
+            Dist::Fixed(x) => x,
+            Dist::Exp { mean } => mean,
+            Dist::Uniform { lo, hi } => (lo + hi) / 2.0,
+            Dist::Normal { mean, .. } => mean,
+            Dist::LogNormal { median, sigma } => median * (sigma * sigma / 2.0).exp(),
+        }
+    }
+    pub fn scaled(&self, k: f64) -> Dist {
+        match *self {
+            Dist::Fixed(x) => Dist::Fixed(x * k),
+            Dist::Exp { mean } => Dist::Exp { mean: mean * k },
+            Dist::Uniform { lo, hi } => Dist::Uniform { lo: lo * k, hi: hi * k },
+            Dist::Normal { mean, sd } => Dist::Normal { mean: mean * k, sd: sd * k },
+            Dist::LogNormal { median, sigma } => Dist::LogNormal { median: median * k, sigma },
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    User,
+    Kernel,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum IpiTargets {
+    /// Every other vCPU of the VM.
+    All,
+    /// These vCPU indices (the sender's own vCPU is skipped).
+    List(Vec<u32>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    /// Burn CPU: `work` is time at the host's base clock, or cycles.
+    Compute { work: Work, mode: Mode },
+    /// Spin until the named lock (index into the VM's lock table) is acquired, hold it for
+    /// `hold` (kernel mode), release it.
+    Lock { lock: u32, hold: Dist, kind: LockKind },
+    /// Send an IPI to other vCPUs and spin until each has acknowledged (a target
+    /// acknowledges when it runs).
+    Ipi { targets: IpiTargets },
+    /// Block on a device; the completion interrupt wakes the vCPU after `latency`.
+    Io { latency: Dist },
+    /// Block on a timer.
+    Sleep { duration: Dist },
+    /// Take the next request from the workload's queue, blocking until one arrives.
+    WaitRequest,
+    /// Complete the request taken by the last WaitRequest: records its latency.
+    Respond,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Arrivals {
+    /// Open loop: Poisson arrivals at `rate` per second.
+    Poisson { rate: f64 },
+    /// Open loop: one arrival every `interval` ns.
+    Periodic { interval: f64 },
+    /// Closed loop: `clients` each send a request, wait for the response, think, repeat.
+    Closed { clients: u32, think: Dist },
+}
+
+#[derive(Clone, Debug)]
+pub struct WorkloadSpec {
+    /// The preset name as written (`program`, `sysbench-cpu`, ...).
+    pub kind: String,
+    pub threads: u32,
+    pub ops: Vec<Op>,
+    /// What one unit of throughput is called, e.g. `events/s`.
+    pub unit: String,
+    /// Throughput counts served requests (true) or completed loops (false).
+    pub counts_requests: bool,
+    pub arrivals: Option<Arrivals>,
+}
+
+pub const PRESETS: &[(&str, &str)] = &[
+    ("program", "explicit list of operations (compute, lock, ipi, io, sleep, wait_request, respond)"),
+    ("sysbench-cpu", "sysbench cpu: events of fixed CPU work (prime search), events/s"),
+    ("stress-ng", "stress-ng --cpu: CPU hog threads, bogo-ops/s"),
+    ("lookbusy", "lookbusy: busy/idle duty cycle at a given utilisation"),
+];
+
+/// sysbench cpu, default event cost. Calibrated once, from the blog 001 single-thread
+/// figure (1271.76 events/s on a Core i5-6600 at its 1-core turbo clock of 3.9 GHz):
+/// 3.9e9 / 1271.76 = 3,066,616 cycles per event (--cpu-max-prime=10000, sysbench 1.0).
+pub const SYSBENCH_EVENT_CYCLES: f64 = 3_066_616.0;
+
+fn parse_dist_with(o: &Owned, scalar: &dyn Fn(&Owned) -> Res<f64>) -> Res<Dist> {
+    match o.v {
+        toml::Value::Table(_) => {
+            let t = o.table()?;
+            let kind = t.req("dist")?.str()?;
+            let d = match kind {
+                "fixed" => Dist::Fixed(scalar(&t.req("value")?)?),
+                "exp" | "exponential" => Dist::Exp { mean: scalar(&t.req("mean")?)? },
+                "uniform" => {
+                    let (lo, hi) = (scalar(&t.req("min")?)?, scalar(&t.req("max")?)?);
+                    if lo > hi {
+                        return t.err("min", "must not exceed max");
+                    }
+                    Dist::Uniform { lo, hi }
+                }
+                "normal" => Dist::Normal { mean: scalar(&t.req("mean")?)?, sd: scalar(&t.req("sd")?)? },
+                "lognormal" => Dist::LogNormal {
+                    median: scalar(&t.req("median")?)?,
+                    sigma: t.req("sigma")?.f64_in(0.0, 10.0)?,
+                },
+                other => {
+                    return t.err(
+                        "dist",
+                        format!("unknown distribution {other:?}; allowed: fixed, exp, uniform, normal, lognormal"),
+                    )
+                }
+            };
+            t.finish(&["dist", "value", "mean", "min", "max", "sd", "median", "sigma"])?;
+            Ok(d)
+        }
+        _ => Ok(Dist::Fixed(scalar(o)?)),
+    }
+}
+
+/// A duration or a distribution of durations, in ns.
+pub fn parse_dist(o: &Owned) -> Res<Dist> {
+    parse_dist_with(o, &|x: &Owned| Ok(x.duration()?.ns() as f64))
+}
+
+fn parse_cycles(o: &Owned) -> Res<Dist> {
+    parse_dist_with(o, &|x: &Owned| x.f64_in(0.0, 1e18))
+}
+
+fn parse_mode(t: &Table) -> Res<Mode> {
+    match t.opt_str("mode")? {
+        None | Some("user") => Ok(Mode::User),
+        Some("kernel") => Ok(Mode::Kernel),
+        Some(other) => t.err("mode", format!("unknown mode {other:?}; allowed: \"user\", \"kernel\"")),
+    }
+}
+
+/// Compute work from `duration` (time at the base clock) or `cycles`.
+fn parse_work(t: &Table, what: &str) -> Res<Work> {
+    match (t.has("duration"), t.has("cycles")) {
+        (true, true) => t.err("cycles", "give either duration or cycles, not both"),
+        (true, false) => Ok(Work::Time(parse_dist(&t.req("duration")?)?)),
+        (false, true) => Ok(Work::Cycles(parse_cycles(&t.req("cycles")?)?)),
+        (false, false) => t.err("duration", format!("{what} needs a duration (e.g. \"50us\") or cycles")),
+    }
+}
+
+/// Work is stated as time at the base clock or as cycles; cycles become base-clock
+/// nanoseconds once the host clock is known (`Work::base_ns`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Work {
+    Time(Dist),
+    Cycles(Dist),
+}
+
+impl Work {
+    pub fn base_ns(&self, base_ghz: f64) -> Dist {
+        match self {
+            Work::Time(d) => d.clone(),
+            Work::Cycles(c) => c.scaled(1.0 / base_ghz),
+        }
+    }
+}
+
+fn parse_op(o: &Owned, locks: &mut Vec<String>, default_lock: LockKind) -> Res<Vec<Op>> {
+    let t = o.table()?;
+    let op = t.req("op")?.str()?;
+    let allowed: &[&str];
+    let parsed = match op {
+        "compute" => {
+            allowed = &["op", "duration", "cycles", "mode"];
+            Op::Compute { work: parse_work(&t, "compute")?, mode: parse_mode(&t)? }
+        }
+        "lock" => {
+            allowed = &["op", "lock", "hold", "kind"];
+            let name = t.req("lock")?.str()?.to_string();
+            let hold = parse_dist(&t.req("hold")?)?;
+            let kind = match t.opt_str("kind")? {
+                None => default_lock,
+                Some("ticket") => LockKind::Ticket,
+                Some("tas") => LockKind::TestAndSet,
+                Some(other) => return t.err("kind", format!("unknown lock kind {other:?}; allowed: \"ticket\", \"tas\"")),
+            };
+            let id = match locks.iter().position(|l| *l == name) {
+                Some(i) => i,
+                None => {
+                    locks.push(name);
+                    locks.len() - 1
+                }
+            };
+            Op::Lock { lock: id as u32, hold, kind }
+        }
+        "ipi" => {
+            allowed = &["op", "targets"];
+            let targets = match t.get("targets") {
+                None => IpiTargets::All,
+                Some(x) => match x.v {
+                    toml::Value::String(s) if s == "all" => IpiTargets::All,
+                    toml::Value::Array(_) => IpiTargets::List(
+                        x.array()?.iter().map(|i| i.u64_in(0, 1 << 20).map(|v| v as u32)).collect::<Res<_>>()?,
+                    ),
+                    other => {
+                        return x.err(format!(
+                            "expected \"all\" or an array of vCPU indices, got {}",
+                            if let toml::Value::String(s) = other { format!("{s:?}") } else { type_name(other).into() }
+                        ))
+                    }
+                },
+            };
+            Op::Ipi { targets }
+        }
+        "io" => {
+            allowed = &["op", "latency"];
+            Op::Io { latency: parse_dist(&t.req("latency")?)? }
+        }
+        "sleep" => {
+            allowed = &["op", "duration"];
+            Op::Sleep { duration: parse_dist(&t.req("duration")?)? }
+        }
+        "wait_request" => {
+            allowed = &["op"];
+            Op::WaitRequest
+        }
+        "respond" => {
+            allowed = &["op"];
+            Op::Respond
+        }
+        "serve" => {
+            // Sugar for wait_request + compute(service) + respond.
+            let service = parse_dist(&t.req("service")?)?;
+            let mode = parse_mode(&t)?;
+            t.finish(&["op", "service", "mode"])?;
+            return Ok(vec![Op::WaitRequest, Op::Compute { work: Work::Time(service), mode }, Op::Respond]);
+        }
+        other => {
+            return t.err(
+                "op",
+                format!("unknown op {other:?}; allowed: compute, lock, ipi, io, sleep, wait_request, respond, serve"),
+            )
+        }
+    };
+    t.finish(allowed)?;
+    Ok(vec![parsed])
+}
+
+fn parse_arrivals(o: &Owned) -> Res<Arrivals> {
+    let t = o.table()?;
+    let process = t.req("process")?.str()?;
+    let a = match process {
+        "poisson" => Arrivals::Poisson { rate: t.req("rate")?.f64_in(1e-9, 1e9)? },
+        "periodic" => {
+            let d = t.req("interval")?.duration()?;
+            if d.ns() == 0 {
+                return t.err("interval", "must be longer than 0s");
+            }
+            Arrivals::Periodic { interval: d.ns() as f64 }
+        }
+        "closed" => Arrivals::Closed {
+            clients: t.req("clients")?.u64_in(1, 1_000_000)? as u32,
+            think: match t.get("think") {
+                Some(x) => parse_dist(&x)?,
+                None => Dist::Fixed(0.0),
+            },
+        },
+        other => return t.err("process", format!("unknown arrival process {other:?}; allowed: poisson, periodic, closed")),
+    };
+    t.finish(&["process", "rate", "interval", "clients", "think"])?;
+    Ok(a)
+}
+
+/// Parses one `[[vm.workload]]` table, registering the lock names it uses.
+pub fn parse_workload(o: &Owned, locks: &mut Vec<String>, default_lock: LockKind) -> Res<WorkloadSpec> {
+    let t = o.table()?;
+    let kind = t.req("kind")?.str()?.to_string();
+    let threads = t.opt_u64("threads", 0, 1_000_000)?.unwrap_or(1) as u32;
+    let arrivals = t.get("arrivals").map(|a| parse_arrivals(&a)).transpose()?;
+    let unit_override = t.opt_str("unit")?.map(str::to_string);
+    let (ops, unit, allowed): (Vec<Op>, String, &[&str]) = match kind.as_str() {
+        "program" => {
+            let items = t.req("ops")?.array()?;
+            if items.is_empty() {
+                return t.err("ops", "must list at least one operation");
+            }
+            let mut ops = Vec::new();
+            for item in &items {
+                ops.extend(parse_op(item, locks, default_lock)?);
+            }
+            let uses_requests = ops.iter().any(|o| matches!(o, Op::WaitRequest));
+            if uses_requests && arrivals.is_none() {
+                return t.err("arrivals", "the program waits for requests, so it needs arrivals = { process = \"poisson\", rate = ... }");
+            }
+            (ops, if uses_requests { "requests/s".into() } else { "loops/s".into() }, &["kind", "threads", "ops", "unit", "arrivals"])
+        }
+        "sysbench-cpu" => {
+            let work = match (t.has("event_cost"), t.get("event_cycles")) {
+                (true, Some(_)) => return t.err("event_cycles", "give either event_cost or event_cycles, not both"),
+                (true, None) => Work::Time(parse_dist(&t.req("event_cost")?)?),
+                (false, Some(c)) => Work::Cycles(parse_cycles(&c)?),
+                (false, None) => Work::Cycles(Dist::Fixed(SYSBENCH_EVENT_CYCLES)),
+            };
+            (vec![Op::Compute { work, mode: Mode::User }], "events/s".into(), &["kind", "threads", "event_cost", "event_cycles", "unit"])
+        }
+        "stress-ng" => {
+            // One bogo-op of the cpu stressor is taken as 1 ms of work at the base clock;
+            // only the CPU it takes matters for the host scheduler.
+            let op = t.opt_duration("bogo_op")?.map(|d| d.ns() as f64).unwrap_or(1e6);
+            if op <= 0.0 {
+                return t.err("bogo_op", "must be longer than 0s");
+            }
+            (vec![Op::Compute { work: Work::Time(Dist::Fixed(op)), mode: Mode::User }], "bogo-ops/s".into(), &["kind", "threads", "bogo_op", "unit"])
+        }
+        "lookbusy" => {
+            let util = t.req("utilization")?.f64_in(0.0, 100.0)? / 100.0;
+            // lookbusy adjusts its busy/sleep split on a short control period; 10 ms keeps
+            // the duty cycle visible at scheduler time scales.
+            let period = t.opt_duration("period")?.map(|d| d.ns() as f64).unwrap_or(10e6);
+            if period <= 0.0 {
+                return t.err("period", "must be longer than 0s");
+            }
+            let mut ops = vec![];
+            if util > 0.0 {
+                ops.push(Op::Compute { work: Work::Time(Dist::Fixed(util * period)), mode: Mode::User });
+            }
+            if util < 1.0 {
+                ops.push(Op::Sleep { duration: Dist::Fixed((1.0 - util) * period) });
+            }
+            (ops, "periods/s".into(), &["kind", "threads", "utilization", "period", "unit"])
+        }
+        other => {
+            let names: Vec<&str> = PRESETS.iter().map(|p| p.0).collect();
+            return t.err("kind", format!("unknown workload kind {other:?}; allowed: {}", names.join(", ")));
+        }
+    };
+    if kind != "program" && arrivals.is_some() {
+        return t.err("arrivals", format!("the {kind} preset takes no arrivals; use kind = \"program\" with wait_request"));
+    }
+    t.finish(allowed)?;
+    let counts_requests = ops.iter().any(|o| matches!(o, Op::Respond));
+    Ok(WorkloadSpec { kind, threads, ops, unit: unit_override.unwrap_or(unit), counts_requests, arrivals })
+}
+

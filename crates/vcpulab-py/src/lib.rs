@@ -1,0 +1,110 @@
+//! `vcpulab._native`: thin PyO3 bindings over `vcpulab_core::api`.
+//!
+//! Every function takes and returns plain strings/numbers (scenario text, JSON), so no
+//! PyO3 object ever needs to cross a process boundary. Errors become Python exceptions:
+//! `ScenarioError` (bad input; a `ValueError`), `SimulationError` (a run failed; a
+//! `RuntimeError`), `NotFoundError` (unknown experiment or case; a `LookupError`).
+//! Simulations release the GIL.
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyLookupError, PyOSError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use vcpulab_core::api::{self, RunOptions};
+use vcpulab_core::{Error, Scenario};
+
+create_exception!(_native, ScenarioError, PyValueError, "A scenario, sweep or experiment input is invalid.");
+create_exception!(_native, SimulationError, PyRuntimeError, "A simulation failed; the message names scenario and seed.");
+create_exception!(_native, NotFoundError, PyLookupError, "An unknown experiment, case or name.");
+
+fn to_py(e: Error) -> PyErr {
+    match e {
+        Error::Scenario(s) => ScenarioError::new_err(s.to_string()),
+        Error::Sim(s) => SimulationError::new_err(s.to_string()),
+        Error::Io { .. } => PyOSError::new_err(e.to_string()),
+        Error::NotFound(m) => NotFoundError::new_err(m),
+    }
+}
+
+fn parse(text: &str, origin: &str, format: &str) -> Result<Scenario, Error> {
+    Ok(match format {
+        "json" => Scenario::from_json_str(text, origin)?,
+        _ => Scenario::from_toml_str(text, origin)?,
+    })
+}
+
+/// Runs a scenario given as text (`format` "toml" or "json"); returns the summary JSON.
+#[pyfunction]
+#[pyo3(signature = (text, origin, format="toml", seed=None, check_invariants=false))]
+fn run_text(py: Python<'_>, text: String, origin: String, format: &str, seed: Option<u64>, check_invariants: bool) -> PyResult<String> {
+    let format = format.to_string();
+    py.allow_threads(move || {
+        let sc = parse(&text, &origin, &format)?;
+        let s = api::run(&sc, seed, &RunOptions { check_invariants })?;
+        Ok(api::summary_json(&s))
+    })
+    .map_err(to_py)
+}
+
+/// Validates a scenario given as text; returns a short JSON description of it.
+#[pyfunction]
+#[pyo3(signature = (text, origin, format="toml"))]
+fn validate_text(text: &str, origin: &str, format: &str) -> PyResult<String> {
+    let sc = parse(text, origin, format).map_err(to_py)?;
+    let vms: Vec<_> = sc
+        .vms
+        .iter()
+        .map(|v| format!("{{\"name\":{:?},\"vcpus\":{},\"workloads\":{}}}", v.name, v.vcpus, v.workloads.len()))
+        .collect();
+    Ok(format!(
+        "{{\"name\":{:?},\"scheduler\":{:?},\"duration_s\":{},\"seed\":{},\"pcpus\":{},\"vms\":[{}]}}",
+        sc.name,
+        sc.scheduler.name,
+        sc.duration.as_secs_f64(),
+        sc.seed,
+        sc.host.ncpus(),
+        vms.join(",")
+    ))
+}
+
+#[pyfunction]
+fn schedulers_json() -> String {
+    api::schedulers_json()
+}
+
+#[pyfunction]
+fn experiments_json() -> String {
+    api::experiments_json()
+}
+
+/// Runs one case of a built-in experiment; returns its row as JSON.
+#[pyfunction]
+#[pyo3(signature = (experiment, case, seed=None))]
+fn reproduce_case(py: Python<'_>, experiment: String, case: String, seed: Option<u64>) -> PyResult<String> {
+    py.allow_threads(move || api::reproduce_case_json(&experiment, &case, seed)).map_err(to_py)
+}
+
+/// The scenario text of a built-in experiment (before its cases' edits).
+#[pyfunction]
+fn experiment_scenario(experiment: &str) -> PyResult<String> {
+    vcpulab_core::repro::find(experiment).map(|e| e.scenario_text).map_err(to_py)
+}
+
+#[pyfunction]
+fn version() -> &'static str {
+    vcpulab_core::VERSION
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run_text, m)?)?;
+    m.add_function(wrap_pyfunction!(validate_text, m)?)?;
+    m.add_function(wrap_pyfunction!(schedulers_json, m)?)?;
+    m.add_function(wrap_pyfunction!(experiments_json, m)?)?;
+    m.add_function(wrap_pyfunction!(reproduce_case, m)?)?;
+    m.add_function(wrap_pyfunction!(experiment_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
+    m.add("SimulationError", m.py().get_type::<SimulationError>())?;
+    m.add("NotFoundError", m.py().get_type::<NotFoundError>())?;
+    Ok(())
+}
