@@ -1,0 +1,43 @@
+"""Typed stub of ``vcpulab._native``, the PyO3 bindings of vcpulab-core.
+
+Every function takes and returns plain strings; JSON results are ``str`` and are parsed
+by the pure-Python layer (:mod:`vcpulab`).
+"""
+
+from typing import Literal, Optional
+
+class ScenarioError(ValueError):
+    """A scenario, sweep or experiment input is invalid (``FILE: key.path: message``)."""
+
+class SimulationError(RuntimeError):
+    """A simulation failed; the message names scenario and seed."""
+
+class NotFoundError(LookupError):
+    """An unknown experiment, case or name."""
+
+def run_text(
+    text: str,
+    origin: str,
+    format: Literal["toml", "json"] = "toml",
+    seed: Optional[int] = None,
+    check_invariants: bool = False,
+) -> str:
+    """Runs a scenario given as text; returns the summary JSON."""
+
+def validate_text(text: str, origin: str, format: Literal["toml", "json"] = "toml") -> str:
+    """Validates a scenario given as text; returns a short JSON description of it."""
+
+def schedulers_json() -> str:
+    """The schedulers (name, description, params) as JSON."""
+
+def experiments_json() -> str:
+    """The built-in experiments with their cases as JSON."""
+
+def reproduce_case(experiment: str, case: str, seed: Optional[int] = None) -> str:
+    """Runs one case of a built-in experiment; returns its row as JSON."""
+
+def experiment_scenario(experiment: str) -> str:
+    """The scenario text (TOML) of a built-in experiment, before its cases' edits."""
+
+def version() -> str:
+    """The version of vcpulab-core."""

@@ -1,0 +1,226 @@
+"""The Python API: run scenarios, validate them, list schedulers and reproduce experiments.
+
+All heavy lifting happens in :mod:`vcpulab._native` (Rust). pandas and tqdm are imported
+lazily, inside the functions that need them, so ``import vcpulab`` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
+
+from . import _native
+from ._native import NotFoundError, ScenarioError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+ScenarioLike = Union[str, "os.PathLike[str]", Mapping[str, Any]]
+
+DICT_ORIGIN = "<dict>"
+
+# The fields of a latency summary (`latency_ms` in the summary JSON), in column order.
+_LATENCY_KEYS = ("count", "mean", "p50", "p90", "p99", "max")
+
+
+def _scenario_text(scenario: ScenarioLike) -> tuple[str, str, str]:
+    """(text, origin, format) of a scenario given as a path or a dict."""
+    if isinstance(scenario, Mapping):
+        try:
+            text = json.dumps(scenario, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise ScenarioError(f"{DICT_ORIGIN}: cannot be sent as JSON: {e}") from None
+        return text, DICT_ORIGIN, "json"
+    if isinstance(scenario, (str, os.PathLike)):
+        path = os.fspath(scenario)
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        fmt = "json" if path.lower().endswith(".json") else "toml"
+        return text, path, fmt
+    raise TypeError(
+        f"scenario must be a path (str or os.PathLike) or a dict, not {type(scenario).__name__}"
+    )
+
+
+def _flatten(record: Mapping[str, Any], skip: Iterable[str] = ()) -> dict[str, Any]:
+    """One flat row from a summary record: nested dicts become ``<key>_<sub>`` columns and
+    ``latency_ms`` (null or a dict) becomes ``latency_count``, ``latency_<q>_ms`` columns."""
+    skip = set(skip)
+    row: dict[str, Any] = {}
+    for key, value in record.items():
+        if key in skip:
+            continue
+        if key == "latency_ms":
+            lat = value or {}
+            for k in _LATENCY_KEYS:
+                v = lat.get(k)
+                if k == "count":
+                    row["latency_count"] = 0 if v is None else v
+                else:
+                    row[f"latency_{k}_ms"] = float("nan") if v is None else v
+        elif isinstance(value, Mapping):
+            for sub, v in value.items():
+                row[f"{key}_{sub}"] = v
+        else:
+            row[key] = value
+    return row
+
+
+class Result:
+    """The outcome of one simulation run.
+
+    ``summary`` is the summary JSON as a dict (exactly what ``vcpulab run --json`` prints);
+    :meth:`vms`, :meth:`vcpus` and :meth:`workloads` give tidy pandas DataFrames.
+    """
+
+    __slots__ = ("summary", "_json")
+
+    def __init__(self, summary_json: str) -> None:
+        self._json = summary_json
+        self.summary: dict[str, Any] = json.loads(summary_json)
+
+    def __repr__(self) -> str:
+        s = self.summary
+        return (
+            f"<vcpulab.Result scenario={s.get('scenario')!r} scheduler={s.get('scheduler')!r} "
+            f"seed={s.get('seed')} vms={len(s.get('vms', []))}>"
+        )
+
+    def to_json(self) -> str:
+        """The summary JSON text, byte for byte as the core produced it."""
+        return self._json
+
+    def vms(self) -> "pd.DataFrame":
+        """One row per VM: name, vcpu_count, weight, cpu_time_s, cpu_share, wait/halted/spin
+        times, throughput (+unit) and latency_count / latency_{mean,p50,p90,p99,max}_ms."""
+        import pandas as pd
+
+        rows = [_flatten(vm, skip=("vcpus", "workloads")) for vm in self.summary["vms"]]
+        return pd.DataFrame(rows)
+
+    def vcpus(self) -> "pd.DataFrame":
+        """One row per vCPU: vm, index, times, dispatches, preemptions, halts and
+        migrations_{total,smt_sibling,same_socket,other_socket,other_numa}."""
+        import pandas as pd
+
+        rows = [
+            {"vm": vm["name"], **_flatten(v)} for vm in self.summary["vms"] for v in vm["vcpus"]
+        ]
+        return pd.DataFrame(rows)
+
+    def workloads(self) -> "pd.DataFrame":
+        """One row per workload: vm, workload (index in the VM), kind, threads, completed,
+        throughput (+unit) and latency columns as in :meth:`vms`."""
+        import pandas as pd
+
+        rows = [
+            {"vm": vm["name"], "workload": i, **_flatten(w)}
+            for vm in self.summary["vms"]
+            for i, w in enumerate(vm["workloads"])
+        ]
+        return pd.DataFrame(rows)
+
+    def host(self) -> dict[str, Any]:
+        """The host section of the summary."""
+        return self.summary["host"]
+
+
+def run(scenario: ScenarioLike, seed: Optional[int] = None, check_invariants: bool = False) -> Result:
+    """Runs a scenario: a path to a TOML (or ``.json``) file, or a dict of the same schema.
+
+    ``seed`` overrides the scenario's seed. Raises :class:`ScenarioError` for invalid input
+    (the message names the file, or ``<dict>``, and the key path), :class:`OSError` if the
+    file cannot be read and :class:`SimulationError` if the simulation fails.
+    """
+    text, origin, fmt = _scenario_text(scenario)
+    return Result(_native.run_text(text, origin, fmt, seed, check_invariants))
+
+
+def validate(scenario: ScenarioLike) -> dict[str, Any]:
+    """Checks a scenario without running it; returns a short description
+    (name, scheduler, duration_s, seed, pcpus, vms[{name, vcpus, workloads}])."""
+    text, origin, fmt = _scenario_text(scenario)
+    return json.loads(_native.validate_text(text, origin, fmt))
+
+
+def schedulers() -> list[dict[str, Any]]:
+    """The host schedulers: ``{name, description, params: [{name, type, default, help}]}``."""
+    return json.loads(_native.schedulers_json())
+
+
+def experiments() -> list[dict[str, Any]]:
+    """The built-in experiments (id, title, source, notes, metric, unit, value, tolerance,
+    cases[{id, paper, note}])."""
+    return json.loads(_native.experiments_json())
+
+
+def experiment_scenario(experiment: str) -> str:
+    """The scenario (TOML text) a built-in experiment derives its cases from."""
+    return _native.experiment_scenario(experiment)
+
+
+def _select(names: Optional[Iterable[str]]) -> list[dict[str, Any]]:
+    exps = experiments()
+    if names is None:
+        return exps
+    if isinstance(names, str):
+        names = [names]
+    by_id = {e["id"]: e for e in exps}
+    chosen = []
+    for n in names:
+        if n not in by_id:
+            raise NotFoundError(f"unknown experiment {n!r}; available: {', '.join(by_id)}")
+        if by_id[n] not in chosen:
+            chosen.append(by_id[n])
+    return chosen
+
+
+def reproduce(
+    names: Optional[Iterable[str]] = None,
+    seed: Optional[int] = None,
+    progress: bool = False,
+    on_row: Optional[Callable[[dict[str, Any]], None]] = None,
+) -> list[dict[str, Any]]:
+    """Runs built-in reproductions case by case; returns one row per case:
+    ``{experiment, case, metric, unit, paper, sim, ratio}``.
+
+    ``names`` are experiment ids (default: all). ``progress=True`` shows a tqdm bar on
+    stderr once the run has taken more than two seconds. ``on_row`` is called with each
+    row as soon as its case finishes.
+    """
+    exps = _select(names)
+    jobs = [(e["id"], c["id"]) for e in exps for c in e["cases"]]
+    bar = None
+    if progress and jobs:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(jobs), unit="case", delay=2.0, leave=False, dynamic_ncols=True)
+    rows = []
+    try:
+        for exp_id, case_id in jobs:
+            if bar is not None:
+                bar.set_description(f"{exp_id} {case_id}", refresh=False)
+            row = json.loads(_native.reproduce_case(exp_id, case_id, seed))
+            rows.append(row)
+            if on_row is not None:
+                on_row(row)
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    return rows
+
+
+def reproduce_frame(
+    names: Optional[Iterable[str]] = None, seed: Optional[int] = None, progress: bool = False
+) -> "pd.DataFrame":
+    """:func:`reproduce` as a DataFrame with columns experiment, case, metric, unit,
+    paper, sim, ratio."""
+    import pandas as pd
+
+    rows = reproduce(names, seed=seed, progress=progress)
+    cols = ["experiment", "case", "metric", "unit", "paper", "sim", "ratio"]
+    return pd.DataFrame(rows, columns=cols)
