@@ -140,6 +140,8 @@ struct Cpu {
     pending_at: Option<SimTime>,
     gen: u32,
     speed: f64,
+    /// Counted as busy by the clock model (kept across a direct task-to-task switch).
+    busy: bool,
 }
 
 #[derive(Clone, Default)]
@@ -311,7 +313,7 @@ impl<S: Scheduler> Sim<S> {
             opts,
             q: EventQueue::with_capacity(ntasks + ncpus + 16),
             cpus: (0..ncpus)
-                .map(|_| Cpu { curr: NONE, last_task: NONE, timer_at: None, guest_at: None, pending_at: None, gen: 0, speed: idle_speed })
+                .map(|_| Cpu { curr: NONE, last_task: NONE, timer_at: None, guest_at: None, pending_at: None, gen: 0, speed: idle_speed, busy: false })
                 .collect(),
             tasks,
             threads,
@@ -532,7 +534,6 @@ impl<S: Scheduler> Sim<S> {
     fn dispatch(&mut self, t: TaskId, cpu: CpuId) {
         let now = self.st.now;
         let mut cost = SimDuration::ZERO;
-        let was_idle = self.st.cpus[cpu as usize].curr == NONE;
         {
             let c = &mut self.st.cpus[cpu as usize];
             if c.last_task != t {
@@ -556,9 +557,7 @@ impl<S: Scheduler> Sim<S> {
         task.last_cpu = cpu;
         self.view.state[t as usize] = RunState::Running(cpu);
         self.view.cpu_curr[cpu as usize] = Some(t);
-        if was_idle {
-            self.set_busy(cpu, true);
-        }
+        self.set_busy(cpu, true);
         if cost.ns() == 0 {
             self.begin_exec(t);
         } else {
@@ -634,9 +633,10 @@ impl<S: Scheduler> Sim<S> {
     // ----------------------------------------------------------------- clock model
 
     fn set_busy(&mut self, cpu: CpuId, busy: bool) {
-        if !self.st.rate_model {
+        if !self.st.rate_model || self.st.cpus[cpu as usize].busy == busy {
             return;
         }
+        self.st.cpus[cpu as usize].busy = busy;
         let info = &self.view.topo.cpus[cpu as usize];
         let (pkg, core) = (info.socket as usize, info.core as usize);
         let delta: i32 = if busy { 1 } else { -1 };

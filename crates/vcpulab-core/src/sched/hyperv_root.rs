@@ -13,9 +13,12 @@
 //!   in the same socket, so a runnable VP is not tied to one processor: this is why the
 //!   load of one busy VP spreads over the host's processors, as the blog (seed 001) saw.
 //! - Quantum: 2 clock intervals of 15.625 ms = 31.25 ms (client Windows; servers use 12
-//!   intervals, 187.5 ms: set `quantum`). At quantum end the thread goes to the tail of its
-//!   priority's queue with a fresh quantum if a thread of equal or higher priority is ready
-//!   in the local queue; otherwise it runs on with a fresh quantum.
+//!   intervals, 187.5 ms: set `quantum`). Quantum end is noticed in the clock interrupt:
+//!   at each clock tick every processor, in id order, checks whether its thread has used
+//!   its quantum; a thread whose quantum ran out between ticks runs on to the next tick.
+//!   At quantum end the thread goes to the tail of its priority's queue with a fresh
+//!   quantum if a thread of equal or higher priority is ready in the local queue;
+//!   otherwise it runs on with a fresh quantum.
 //! - A thread preempted by a higher-priority one goes to the head of its queue and keeps
 //!   the rest of its quantum.
 //! - Wake-up: a thread whose wait completes gets a priority boost of +1 (decaying by 1 at
@@ -32,6 +35,8 @@
 //!
 //! ## Parameters
 //! - `quantum` (duration, default 31.25 ms): 2 x 15.625 ms clock intervals.
+//! - `clock_interval` (duration, default 15.625 ms): the clock tick at which quantum end
+//!   is checked.
 //! - `wake_boost` (integer, default 1): priority boost after a wait completes.
 //! - `group_size` (integer, default 4): logical processors per shared ready queue.
 //!
@@ -59,6 +64,7 @@ pub const DESCRIPTION: &str =
 
 pub const PARAMS: &[ParamInfo] = &[
     ParamInfo { name: "quantum", kind: ParamKind::Duration, default: "31250us", help: "thread quantum (client: 2 x 15.625 ms clock intervals)" },
+    ParamInfo { name: "clock_interval", kind: ParamKind::Duration, default: "15625us", help: "clock tick; quantum end is checked at each tick" },
     ParamInfo { name: "wake_boost", kind: ParamKind::Int, default: "1", help: "priority boost when a VP's wait completes (decays 1 per quantum)" },
     ParamInfo { name: "group_size", kind: ParamKind::Int, default: "4", help: "logical processors sharing one ready queue" },
 ];
@@ -87,6 +93,7 @@ type Key = (u8, i64, TaskId);
 pub struct HyperVRoot {
     // global
     quantum: SimDuration,
+    clock_interval: SimDuration,
     wake_boost: u8,
     group_size: usize,
     tail_seq: i64,
@@ -113,6 +120,7 @@ impl HyperVRoot {
     pub fn new(p: &Params) -> HyperVRoot {
         HyperVRoot {
             quantum: p.duration("quantum"),
+            clock_interval: p.duration("clock_interval"),
             wake_boost: p.int("wake_boost").min(MAX_DYNAMIC_PRIORITY as i64) as u8,
             group_size: p.int("group_size").max(1) as usize,
             tail_seq: 0,
@@ -180,7 +188,23 @@ impl HyperVRoot {
     fn start(&mut self, ctx: &mut SchedCtx, t: TaskId, cpu: CpuId) {
         self.run_start[t as usize] = ctx.now;
         self.last[t as usize] = Some(cpu);
-        ctx.set_timer(cpu, ctx.now + self.quantum_left[t as usize]);
+    }
+
+    /// Quantum end of the thread running on `cpu`, noticed at a clock tick.
+    fn quantum_end(&mut self, ctx: &mut SchedCtx, cpu: CpuId, t: TaskId) {
+        let ti = t as usize;
+        if self.prio[ti] > BASE_PRIORITY {
+            self.prio[ti] -= 1; // boosts decay by one level per quantum
+        }
+        let g = self.cpu_group[cpu as usize];
+        if self.best_in(ctx, g, cpu, self.prio[ti]).is_some() {
+            self.quantum_expired[cpu as usize] = true;
+            ctx.resched(cpu);
+        } else {
+            self.counters.bump(QUANTUM_RENEW);
+            self.quantum_left[ti] = self.quantum;
+            self.run_start[ti] = ctx.now;
+        }
     }
 
     fn home_group(&self, ctx: &SchedCtx, t: TaskId) -> usize {
@@ -235,6 +259,7 @@ impl Scheduler for HyperVRoot {
             .iter()
             .map(|t| t.affinity.nth_wrapping(vm_base[t.vm as usize] + t.index as usize).unwrap() as CpuId)
             .collect();
+        ctx.set_global_timer(ctx.now + self.clock_interval);
     }
 
     fn wake(&mut self, ctx: &mut SchedCtx, t: TaskId) {
@@ -354,26 +379,24 @@ impl Scheduler for HyperVRoot {
             }
         }
         self.counters.bump(PICK_IDLE);
-        ctx.cancel_timer(cpu);
         None
     }
 
-    fn timer(&mut self, ctx: &mut SchedCtx, cpu: CpuId) {
-        let Some(t) = ctx.curr(cpu) else { return };
-        let ti = t as usize;
-        if self.prio[ti] > BASE_PRIORITY {
-            self.prio[ti] -= 1; // boosts decay by one level per quantum
+    fn timer(&mut self, _ctx: &mut SchedCtx, _cpu: CpuId) {}
+
+    /// The clock interrupt: every processor, in id order, checks its thread's quantum.
+    fn global_timer(&mut self, ctx: &mut SchedCtx) {
+        for cpu in 0..ctx.ncpus() as CpuId {
+            let Some(t) = ctx.curr(cpu) else { continue };
+            if self.standby[cpu as usize].is_some() || self.quantum_expired[cpu as usize] {
+                continue; // already being rescheduled
+            }
+            let used = ctx.now.since(self.run_start[t as usize]);
+            if used >= self.quantum_left[t as usize] {
+                self.quantum_end(ctx, cpu, t);
+            }
         }
-        let g = self.cpu_group[cpu as usize];
-        if self.best_in(ctx, g, cpu, self.prio[ti]).is_some() && self.standby[cpu as usize].is_none() {
-            self.quantum_expired[cpu as usize] = true;
-            ctx.resched(cpu);
-        } else {
-            self.counters.bump(QUANTUM_RENEW);
-            self.quantum_left[ti] = self.quantum;
-            self.run_start[ti] = ctx.now;
-            ctx.set_timer(cpu, ctx.now + self.quantum);
-        }
+        ctx.set_global_timer(ctx.now + self.clock_interval);
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
