@@ -50,20 +50,22 @@ fn run_text(py: Python<'_>, text: String, origin: String, format: &str, seed: Op
 #[pyo3(signature = (text, origin, format="toml"))]
 fn validate_text(text: &str, origin: &str, format: &str) -> PyResult<String> {
     let sc = parse(text, origin, format).map_err(to_py)?;
-    let vms: Vec<_> = sc
+    // Built with serde_json: names may hold any Unicode, which Rust's `{:?}` would escape
+    // in a way JSON does not accept (e.g. `\u{200b}`).
+    let vms: Vec<serde_json::Value> = sc
         .vms
         .iter()
-        .map(|v| format!("{{\"name\":{:?},\"vcpus\":{},\"workloads\":{}}}", v.name, v.vcpus, v.workloads.len()))
+        .map(|v| serde_json::json!({"name": v.name, "vcpus": v.vcpus, "workloads": v.workloads.len()}))
         .collect();
-    Ok(format!(
-        "{{\"name\":{:?},\"scheduler\":{:?},\"duration_s\":{},\"seed\":{},\"pcpus\":{},\"vms\":[{}]}}",
-        sc.name,
-        sc.scheduler.name,
-        sc.duration.as_secs_f64(),
-        sc.seed,
-        sc.host.ncpus(),
-        vms.join(",")
-    ))
+    let desc = serde_json::json!({
+        "name": sc.name,
+        "scheduler": sc.scheduler.name,
+        "duration_s": sc.duration.as_secs_f64(),
+        "seed": sc.seed,
+        "pcpus": sc.host.ncpus(),
+        "vms": vms,
+    });
+    Ok(desc.to_string())
 }
 
 #[pyfunction]
