@@ -1,0 +1,321 @@
+"""The ``vcpulab`` command.
+
+Startup is kept fast: this module imports only the standard library and the native
+extension at start; pandas (for ``run --out``) and tqdm (for progress bars) are imported
+only by the subcommands that need them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Callable, Optional, Sequence
+
+from . import __version__, api
+from ._native import NotFoundError, ScenarioError, SimulationError
+
+EXIT_OK = 0
+EXIT_SIM_FAILED = 1
+EXIT_USAGE = 2
+
+MAIN_EPILOG = """\
+examples:
+  vcpulab run scenario.toml                 readable summary of one run
+  vcpulab run scenario.toml --json          the summary as JSON on stdout
+  vcpulab run scenario.toml --out results/  summary.json, vms.csv, vcpus.csv (+ .parquet)
+  vcpulab validate scenario.toml            check a scenario without running it
+  vcpulab schedulers                        the host schedulers and their parameters
+  vcpulab reproduce                         run every built-in reproduction
+  vcpulab reproduce hyperv-root --json      one experiment, rows as JSON
+
+exit status: 0 ok, 1 a simulation failed, 2 bad input (scenario, name, file, usage).
+"""
+
+RUN_EPILOG = """\
+examples:
+  vcpulab run scenario.toml
+  vcpulab run scenario.toml --seed 42 --json > summary.json
+  vcpulab run scenario.toml --out results/ --check-invariants
+
+The same scenario and seed always give byte-identical output.
+"""
+
+REPRODUCE_EPILOG = """\
+examples:
+  vcpulab reproduce                     every experiment, one table each
+  vcpulab reproduce --list              the experiments and their cases
+  vcpulab reproduce hyperv-root --json  rows {experiment, case, metric, unit, paper, sim, ratio}
+"""
+
+
+class CliError(Exception):
+    """A user error found by the CLI itself (exit status 2)."""
+
+
+def _seed(text: str) -> int:
+    try:
+        v = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: expected a non-negative integer") from None
+    if not 0 <= v < 2**63:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: must be in 0..2^63-1")
+    return v
+
+
+def _out(text: str = "") -> None:
+    sys.stdout.write(text + "\n")
+
+
+def _err(text: str) -> None:
+    sys.stderr.write(text + "\n")
+
+
+# ---------------------------------------------------------------------------- run
+
+
+def _atomic_write(path: str, write: Callable[[str], None]) -> None:
+    """Writes ``path`` via a temporary file in the same directory and ``os.replace``, so
+    readers see either the old file or the complete new one."""
+    import tempfile
+
+    directory = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the usual mode
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _write_text(text: str) -> Callable[[str], None]:
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+
+    return write
+
+
+def write_outputs(result: api.Result, out_dir: str) -> list[str]:
+    """Writes summary.json, vms.csv, vcpus.csv, workloads.csv (and .parquet twins if
+    pyarrow is installed) into ``out_dir``; returns the paths written."""
+    import importlib.util
+
+    os.makedirs(out_dir, exist_ok=True)
+    written = []
+    path = os.path.join(out_dir, "summary.json")
+    _atomic_write(path, _write_text(result.to_json() + "\n"))
+    written.append(path)
+    parquet = importlib.util.find_spec("pyarrow") is not None
+    frames = {"vms": result.vms(), "vcpus": result.vcpus(), "workloads": result.workloads()}
+    for name, df in frames.items():
+        path = os.path.join(out_dir, f"{name}.csv")
+        _atomic_write(path, lambda tmp, df=df: df.to_csv(tmp, index=False, lineterminator="\n"))
+        written.append(path)
+        if parquet:
+            path = os.path.join(out_dir, f"{name}.parquet")
+            _atomic_write(path, lambda tmp, df=df: df.to_parquet(tmp, index=False))
+            written.append(path)
+    return written
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from ._format import summary_text
+
+    result = api.run(args.scenario, seed=args.seed, check_invariants=args.check_invariants)
+    if args.out:
+        written = write_outputs(result, args.out)
+        _err(f"vcpulab: wrote {', '.join(os.path.basename(p) for p in written)} to {args.out}")
+    if args.json:
+        _out(result.to_json())
+    else:
+        _out(summary_text(result.summary))
+    return EXIT_OK
+
+
+# ----------------------------------------------------------------------- validate
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    d = api.validate(args.scenario)
+    from ._format import plural
+
+    vms = "; ".join(f"{v['name']}: {plural(v['vcpus'], 'vCPU')}, {plural(v['workloads'], 'workload')}" for v in d["vms"])
+    _out(
+        f"OK {args.scenario}: {d['name']!r}, scheduler {d['scheduler']}, {d['duration_s']:g} s, "
+        f"seed {d['seed']}, {plural(d['pcpus'], 'pCPU')}, {plural(len(d['vms']), 'VM')} ({vms})"
+    )
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------- schedulers
+
+
+def cmd_schedulers(args: argparse.Namespace) -> int:
+    scheds = api.schedulers()
+    if args.json:
+        _out(json.dumps(scheds, indent=2))
+        return EXIT_OK
+    from ._format import table
+
+    rows = []
+    for s in scheds:
+        params = ", ".join(f"{p['name']}={p['default']}" for p in s["params"]) or "-"
+        rows.append([s["name"], params, s["description"]])
+    _out(table(["name", "params (defaults)", "description"], rows))
+    _out()
+    _out("parameters (set them under [scheduler] in a scenario):")
+    for s in scheds:
+        for p in s["params"]:
+            _out(f"  {s['name']}.{p['name']} ({p['type']}, default {p['default']}): {p['help']}")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------- reproduce
+
+
+def _experiment_report(exp: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    from ._format import num, table
+
+    notes_by_case = {c["id"]: c.get("note", "") for c in exp["cases"]}
+    body = [
+        [r["case"], num(r["paper"], 2), num(r["sim"], 2), num(r["ratio"], 3), notes_by_case.get(r["case"], "")]
+        for r in rows
+    ]
+    tol = exp.get("tolerance")
+    lines = [
+        f"== {exp['id']}: {exp['title']}",
+        f"metric: {exp['metric']} ({exp['unit']})"
+        + (f", tolerance {100 * tol:g}%" if tol is not None else ""),
+        f"source: {exp['source']}",
+        "",
+        table(["case", "paper", "vcpulab", "ratio", "note"], body, right=[False, True, True, True, False]),
+    ]
+    if exp.get("notes"):
+        lines += ["", f"notes: {exp['notes']}"]
+    return "\n".join(lines)
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    exps = api._select(args.names or None)
+    if args.list:
+        if args.json:
+            _out(json.dumps(exps, indent=2))
+            return EXIT_OK
+        from ._format import num, table
+
+        for i, e in enumerate(exps):
+            if i:
+                _out()
+            _out(f"{e['id']}: {e['title']}")
+            _out(f"metric {e['metric']} ({e['unit']}), {len(e['cases'])} cases:")
+            rows = [[c["id"], num(c.get("paper"), 2), c.get("note", "")] for c in e["cases"]]
+            _out(table(["case", "paper", "note"], rows, right=[False, True, False]))
+        return EXIT_OK
+    progress = not args.no_progress and sys.stderr.isatty()
+    rows = api.reproduce([e["id"] for e in exps], seed=args.seed, progress=progress)
+    if args.json:
+        _out(json.dumps(rows, indent=2))
+        return EXIT_OK
+    for i, e in enumerate(exps):
+        if i:
+            _out()
+        _out(_experiment_report(e, [r for r in rows if r["experiment"] == e["id"]]))
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------------- parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    raw = argparse.RawDescriptionHelpFormatter
+    p = argparse.ArgumentParser(
+        prog="vcpulab",
+        description="vcpulab: a deterministic vCPU-scheduling simulator.",
+        epilog=MAIN_EPILOG,
+        formatter_class=raw,
+    )
+    p.add_argument("--version", action="version", version=f"vcpulab {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    sub.required = True
+
+    r = sub.add_parser("run", help="run one scenario and summarise it", epilog=RUN_EPILOG, formatter_class=raw,
+                       description="Run one scenario file (TOML, or JSON if it ends in .json).")
+    r.add_argument("scenario", metavar="SCENARIO", help="scenario file")
+    r.add_argument("--seed", type=_seed, metavar="N", help="override the scenario's seed")
+    r.add_argument("--json", action="store_true", help="print the summary JSON on stdout instead of tables")
+    r.add_argument("--out", metavar="DIR",
+                   help="also write summary.json, vms.csv, vcpus.csv, workloads.csv (and .parquet if pyarrow is installed)")
+    r.add_argument("--check-invariants", action="store_true",
+                   help="check the engine's invariants after every event (slower; for debugging)")
+    r.set_defaults(func=cmd_run)
+
+    v = sub.add_parser("validate", help="check a scenario without running it", formatter_class=raw,
+                       description="Check a scenario file; print OK and a short description, or the error (exit 2).",
+                       epilog="example:\n  vcpulab validate scenario.toml\n")
+    v.add_argument("scenario", metavar="SCENARIO", help="scenario file")
+    v.set_defaults(func=cmd_validate)
+
+    s = sub.add_parser("schedulers", help="list the host schedulers and their parameters", formatter_class=raw,
+                       epilog="examples:\n  vcpulab schedulers\n  vcpulab schedulers --json\n")
+    s.add_argument("--json", action="store_true", help="print the list as JSON")
+    s.set_defaults(func=cmd_schedulers)
+
+    x = sub.add_parser("reproduce", help="run the built-in reproductions of published measurements",
+                       epilog=REPRODUCE_EPILOG, formatter_class=raw,
+                       description="Run built-in experiments case by case and compare with the published figures.")
+    x.add_argument("names", nargs="*", metavar="NAME", help="experiment ids (default: all; see --list)")
+    x.add_argument("--json", action="store_true", help="print the rows as JSON on stdout (and nothing else)")
+    x.add_argument("--seed", type=_seed, metavar="N", help="override every case's seed")
+    x.add_argument("--list", action="store_true", help="list the experiments and their cases; run nothing")
+    x.add_argument("--no-progress", action="store_true", help="no progress bar (default: shown on a terminal)")
+    x.set_defaults(func=cmd_reproduce)
+    return p
+
+
+def _os_error_message(e: OSError) -> str:
+    if e.filename is not None and e.strerror:
+        return f"{e.filename}: {e.strerror}"
+    return str(e)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except BrokenPipeError:
+        # The reader went away (`vcpulab ... | head`): not an error worth a message.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except OSError:
+            pass
+        return EXIT_SIM_FAILED
+    except (ScenarioError, NotFoundError, CliError) as e:
+        _err(f"vcpulab: error: {e}")
+        return EXIT_USAGE
+    except OSError as e:
+        _err(f"vcpulab: error: {_os_error_message(e)}")
+        return EXIT_USAGE
+    except SimulationError as e:
+        _err(f"vcpulab: error: {e}")
+        return EXIT_SIM_FAILED
+    except KeyboardInterrupt:
+        _err("vcpulab: interrupted")
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
