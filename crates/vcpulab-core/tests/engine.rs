@@ -1,0 +1,332 @@
+//! Named invariant tests, determinism, and bad-input tests for the core.
+
+use vcpulab_core::api::{run, summary_json, RunOptions};
+use vcpulab_core::engine::Sim;
+use vcpulab_core::sched::{CpuId, SchedCtx, Scheduler, TaskId};
+use vcpulab_core::{Error, Scenario};
+
+const CHECKED: RunOptions = RunOptions { check_invariants: true };
+
+fn scenario(text: &str) -> Scenario {
+    Scenario::from_toml_str(text, "test.toml").unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn mixed(sched: &str) -> String {
+    format!(
+        r#"
+name = "mixed"
+duration = "3s"
+seed = 7
+[host]
+sockets = 2
+cores_per_socket = 2
+threads_per_core = 2
+turbo_ghz = [3.0, 2.8]
+base_ghz = 2.5
+[scheduler]
+name = "{sched}"
+[[vm]]
+name = "locky"
+vcpus = 6
+[[vm.workload]]
+kind = "program"
+threads = 6
+ops = [
+  {{ op = "compute", duration = {{ dist = "exp", mean = "200us" }} }},
+  {{ op = "lock", lock = "a", hold = "5us" }},
+  {{ op = "ipi", targets = "all" }},
+  {{ op = "io", latency = {{ dist = "uniform", min = "50us", max = "150us" }} }},
+]
+[[vm]]
+name = "server"
+vcpus = 2
+affinity = "0-3"
+[[vm.workload]]
+kind = "program"
+threads = 2
+arrivals = {{ process = "poisson", rate = 2000 }}
+ops = [ {{ op = "serve", service = "100us", mode = "kernel" }} ]
+[[vm]]
+name = "hog"
+vcpus = 4
+[[vm.workload]]
+kind = "stress-ng"
+threads = 4
+[[vm]]
+name = "sleeper"
+vcpus = 2
+[[vm.workload]]
+kind = "lookbusy"
+threads = 2
+utilization = 30
+"#
+    )
+}
+
+const SCHEDULERS: &[&str] = &["rr", "hyperv-root"];
+
+/// Verify that no vCPU runs on two pCPUs at once, that no pCPU runs two vCPUs, and that
+/// affinity is honoured, after every event (the engine's invariant checker), under every
+/// scheduler on a host with SMT, turbo, locks, IPIs, I/O and request arrivals.
+#[test]
+fn no_vcpu_runs_on_two_pcpus_at_once_and_affinity_is_honoured() {
+    for s in SCHEDULERS {
+        let sc = scenario(&mixed(s));
+        run(&sc, None, &CHECKED).unwrap_or_else(|e| panic!("{s}: {e}"));
+    }
+}
+
+/// The checker above must be able to fail: a scheduler that picks a vCPU already running
+/// on another pCPU is caught.
+#[test]
+fn a_scheduler_that_double_books_a_vcpu_is_caught() {
+    struct DoubleBooker;
+    impl Scheduler for DoubleBooker {
+        fn init(&mut self, _: &mut SchedCtx) {}
+        fn wake(&mut self, ctx: &mut SchedCtx, _t: TaskId) {
+            for c in 0..ctx.ncpus() as CpuId {
+                ctx.resched(c);
+            }
+        }
+        fn block(&mut self, _: &mut SchedCtx, _: CpuId, _: TaskId) {}
+        fn pick_next(&mut self, _: &mut SchedCtx, _: CpuId, _: Option<TaskId>) -> Option<TaskId> {
+            Some(0) // every pCPU runs vCPU 0
+        }
+        fn timer(&mut self, _: &mut SchedCtx, _: CpuId) {}
+        fn counters(&self) -> Vec<(&'static str, u64)> {
+            vec![]
+        }
+    }
+    let sc = scenario(&mixed("rr"));
+    let err = Sim::new(&sc, DoubleBooker, 1, CHECKED).run(&sc).unwrap_err();
+    assert!(err.message.contains("scheduler bug"), "{err}");
+    assert_eq!(err.seed, 1);
+}
+
+/// CPU time handed out never exceeds pCPUs x duration, and busy + idle = pCPUs x duration.
+#[test]
+fn cpu_time_handed_out_never_exceeds_pcpus_times_duration() {
+    for s in SCHEDULERS {
+        let sum = run(&scenario(&mixed(s)), None, &CHECKED).unwrap();
+        let capacity = sum.host.pcpus as f64 * sum.duration_s;
+        let handed: f64 = sum.vms.iter().map(|v| v.cpu_time_s).sum();
+        assert!(handed <= capacity + 1e-9, "{s}: {handed} > {capacity}");
+        assert!((sum.host.busy_time_s + sum.host.idle_time_s - capacity).abs() < 1e-6);
+        for v in &sum.vms {
+            let accounted = v.cpu_time_s + v.wait_time_s + v.halted_time_s;
+            let expect = v.vcpu_count as f64 * sum.duration_s;
+            assert!((accounted - expect).abs() < 1e-6, "{s}/{}: {accounted} vs {expect}", v.name);
+            assert!(v.spin_time_s <= v.cpu_time_s + 1e-9);
+        }
+    }
+}
+
+/// Affinity is honoured: two hogs pinned to pCPU 0 get at most one pCPU's worth of time.
+#[test]
+fn affinity_is_honoured() {
+    for s in SCHEDULERS {
+        let sc = scenario(&format!(
+            r#"
+duration = "2s"
+[host]
+cores_per_socket = 4
+[scheduler]
+name = "{s}"
+[[vm]]
+name = "pinned"
+vcpus = 2
+affinity = "0"
+[[vm.workload]]
+kind = "stress-ng"
+threads = 2
+[[vm]]
+name = "free"
+vcpus = 1
+[[vm.workload]]
+kind = "stress-ng"
+"#
+        ));
+        let sum = run(&sc, None, &CHECKED).unwrap();
+        let pinned = &sum.vms[0];
+        assert!(pinned.cpu_time_s <= 2.0 + 1e-9, "{s}: pinned VM got {}", pinned.cpu_time_s);
+        assert!(pinned.cpu_time_s > 1.9, "{s}: pinned VM starved: {}", pinned.cpu_time_s);
+        assert!((sum.vms[1].cpu_time_s - 2.0).abs() < 0.01, "{s}: free VM should own a pCPU");
+    }
+}
+
+/// A halted vCPU consumes no CPU: an idle VM uses nothing, a mostly-sleeping one little.
+#[test]
+fn a_halted_vcpu_consumes_no_cpu() {
+    for s in SCHEDULERS {
+        let sc = scenario(&format!(
+            r#"
+duration = "2s"
+[host]
+cores_per_socket = 2
+[scheduler]
+name = "{s}"
+[[vm]]
+name = "idle"
+vcpus = 4
+[[vm]]
+name = "sleepy"
+vcpus = 1
+[[vm.workload]]
+kind = "program"
+ops = [ {{ op = "compute", duration = "10us" }}, {{ op = "sleep", duration = "990us" }} ]
+[[vm]]
+name = "hog"
+vcpus = 2
+[[vm.workload]]
+kind = "stress-ng"
+threads = 2
+"#
+        ));
+        let sum = run(&sc, None, &CHECKED).unwrap();
+        assert_eq!(sum.vms[0].cpu_time_s, 0.0, "{s}");
+        assert_eq!(sum.vms[0].halted_time_s, 8.0, "{s}");
+        // 1% duty cycle plus switch costs.
+        assert!(sum.vms[1].cpu_time_s < 0.05, "{s}: sleepy used {}", sum.vms[1].cpu_time_s);
+        assert!(sum.vms[1].halted_time_s > 1.9, "{s}");
+    }
+}
+
+/// Equal CPU hogs get equal shares within 2%.
+#[test]
+fn equal_cpu_hogs_get_equal_shares_within_two_percent() {
+    // rr keeps vCPUs on home pCPUs, so give it a layout where that is fair (2 per pCPU);
+    // hyperv-root shares its ready queue, so 3 hogs on 2 pCPUs must also come out equal.
+    for (s, vms, pcpus) in [("rr", 4, 2), ("hyperv-root", 3, 2), ("hyperv-root", 5, 4)] {
+        let mut text = format!("duration = \"20s\"\n[host]\ncores_per_socket = {pcpus}\n[scheduler]\nname = \"{s}\"\n");
+        for i in 0..vms {
+            text += &format!("[[vm]]\nname = \"v{i}\"\nvcpus = 1\n[[vm.workload]]\nkind = \"stress-ng\"\n");
+        }
+        let sum = run(&scenario(&text), None, &CHECKED).unwrap();
+        let shares: Vec<f64> = sum.vms.iter().map(|v| v.cpu_time_s).collect();
+        let mean = shares.iter().sum::<f64>() / shares.len() as f64;
+        for x in &shares {
+            assert!((x / mean - 1.0).abs() <= 0.02, "{s} {vms}/{pcpus}: shares {shares:?}");
+        }
+        assert!(sum.fairness.jain_vm.unwrap() > 0.999);
+    }
+}
+
+/// Same scenario and seed: byte-identical summaries; another seed: different.
+#[test]
+fn same_seed_gives_identical_bytes() {
+    for s in SCHEDULERS {
+        let sc = scenario(&mixed(s));
+        let a = summary_json(&run(&sc, None, &RunOptions::default()).unwrap());
+        let b = summary_json(&run(&sc, None, &RunOptions::default()).unwrap());
+        assert_eq!(a, b, "{s}: two runs differ");
+        let c = summary_json(&run(&sc, Some(8), &RunOptions::default()).unwrap());
+        assert_ne!(a, c, "{s}: the seed has no effect");
+        // Checking invariants observes the run without changing it.
+        let d = summary_json(&run(&sc, None, &CHECKED).unwrap());
+        assert_eq!(a, d);
+    }
+}
+
+/// Adding a VM does not change the random draws of another VM: its workload's random
+/// operation lengths are the same, so with a pCPU each, its throughput is identical.
+#[test]
+fn adding_a_vm_does_not_change_another_vms_draws() {
+    let base = r#"
+duration = "2s"
+seed = 3
+[host]
+cores_per_socket = 4
+[scheduler]
+name = "rr"
+[[vm]]
+name = "a"
+vcpus = 1
+affinity = "0"
+[[vm.workload]]
+kind = "program"
+ops = [ { op = "compute", duration = { dist = "exp", mean = "100us" } }, { op = "sleep", duration = { dist = "exp", mean = "50us" } } ]
+"#;
+    let extra = "[[vm]]\nname = \"b\"\nvcpus = 2\naffinity = \"1-3\"\n[[vm.workload]]\nkind = \"program\"\nthreads = 2\nops = [ { op = \"compute\", duration = { dist = \"exp\", mean = \"70us\" } }, { op = \"io\", latency = \"20us\" } ]\n";
+    let one = run(&scenario(base), None, &RunOptions::default()).unwrap();
+    let two = run(&scenario(&format!("{base}{extra}")), None, &RunOptions::default()).unwrap();
+    assert_eq!(one.vms[0].workloads[0].completed, two.vms[0].workloads[0].completed);
+    assert_eq!(one.vms[0].cpu_time_s, two.vms[0].cpu_time_s);
+}
+
+fn bad(text: &str) -> String {
+    match Scenario::from_toml_str(text, "bad.toml") {
+        Ok(_) => panic!("accepted a bad scenario:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+const GOOD_HEAD: &str = "duration = \"1s\"\n[host]\ncores_per_socket = 4\n[scheduler]\nname = \"rr\"\n";
+
+#[test]
+fn bad_input_unknown_key_names_file_path_and_allowed_keys() {
+    let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\nvcpu = 2\n"));
+    assert!(m.starts_with("bad.toml: vm[0].vcpu: unknown key"), "{m}");
+    assert!(m.contains("did you mean \"vcpus\"?"), "{m}");
+    let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\n[[vm.workload]]\nkind = \"program\"\nops = [{{ op = \"compute\", duraton = \"1ms\" }}]\n"));
+    assert!(m.contains("bad.toml: vm[0].workload[0].ops[0]"), "{m}");
+}
+
+#[test]
+fn bad_input_negative_duration() {
+    let m = bad("duration = \"-5s\"\n[host]\ncores_per_socket = 1\n[scheduler]\nname = \"rr\"\n[[vm]]\nname = \"a\"\nvcpus = 1\n");
+    assert!(m.starts_with("bad.toml: duration:"), "{m}");
+    assert!(m.contains("negative"), "{m}");
+    let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\n[[vm.workload]]\nkind = \"program\"\nops = [{{ op = \"sleep\", duration = \"-1ms\" }}]\n"));
+    assert!(m.contains("vm[0].workload[0].ops[0].duration") && m.contains("negative"), "{m}");
+}
+
+#[test]
+fn bad_input_affinity_naming_a_missing_cpu() {
+    let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\naffinity = \"0-3,6\"\n"));
+    assert!(m.starts_with("bad.toml: vm[0].affinity:"), "{m}");
+    assert!(m.contains("pCPU 6") && m.contains("0-3"), "{m}");
+    let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\naffinity = \"0-3,x\"\n"));
+    assert!(m.contains("\"x\""), "{m}");
+}
+
+#[test]
+fn bad_input_zero_vcpus() {
+    let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 0\n"));
+    assert!(m.starts_with("bad.toml: vm[0].vcpus:"), "{m}");
+    assert!(m.contains("allowed 1 to"), "{m}");
+}
+
+#[test]
+fn bad_input_other_cases() {
+    // Unknown scheduler, with a suggestion.
+    let m = bad("duration = \"1s\"\n[host]\ncores_per_socket = 1\n[scheduler]\nname = \"hyperv-rot\"\n[[vm]]\nname = \"a\"\nvcpus = 1\n");
+    assert!(m.contains("scheduler.name") && m.contains("did you mean \"hyperv-root\""), "{m}");
+    // Unknown scheduler parameter.
+    let m = bad("duration = \"1s\"\n[host]\ncores_per_socket = 1\n[scheduler]\nname = \"rr\"\nslise = \"1ms\"\n[[vm]]\nname = \"a\"\nvcpus = 1\n");
+    assert!(m.contains("scheduler.slise") && m.contains("did you mean \"slice\""), "{m}");
+    // Duration without a unit.
+    let m = bad("duration = \"10\"\n[host]\ncores_per_socket = 1\n[scheduler]\nname = \"rr\"\n[[vm]]\nname = \"a\"\nvcpus = 1\n");
+    assert!(m.contains("no unit"), "{m}");
+    // TOML syntax error with a line number.
+    let m = bad("duration = \n");
+    assert!(m.contains("line 1"), "{m}");
+    // Duplicate VM names.
+    let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\n[[vm]]\nname = \"a\"\nvcpus = 1\n"));
+    assert!(m.contains("vm[1].name") && m.contains("duplicate"), "{m}");
+    // A program waiting for requests without arrivals.
+    let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\n[[vm.workload]]\nkind = \"program\"\nops = [{{ op = \"serve\", service = \"1ms\" }}]\n"));
+    assert!(m.contains("vm[0].workload[0].arrivals"), "{m}");
+}
+
+/// A model that cannot make progress is an error naming scenario and seed, not a hang.
+#[test]
+fn a_program_of_zero_time_ops_is_an_error_not_a_hang() {
+    let sc = scenario(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\n[[vm.workload]]\nkind = \"program\"\nops = [{{ op = \"compute\", duration = \"0s\" }}]\n"));
+    match run(&sc, Some(5), &RunOptions::default()) {
+        Err(Error::Sim(e)) => {
+            assert!(e.message.contains("without time passing"), "{e}");
+            assert_eq!(e.seed, 5);
+        }
+        other => panic!("expected a SimError, got {other:?}"),
+    }
+}
