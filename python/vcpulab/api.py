@@ -171,7 +171,7 @@ def _select(names: Optional[Iterable[str]]) -> list[dict[str, Any]]:
     chosen = []
     for n in names:
         if n not in by_id:
-            raise NotFoundError(f"unknown experiment {n!r}; available: {', '.join(by_id)}")
+            raise NotFoundError(f"unknown experiment {json.dumps(n)}; available: {', '.join(by_id)}")
         if by_id[n] not in chosen:
             chosen.append(by_id[n])
     return chosen

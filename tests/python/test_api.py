@@ -1,0 +1,142 @@
+"""The Python API: run/validate/schedulers/experiments/reproduce and the DataFrames."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import vcpulab
+
+VM_COLUMNS = ["name", "vcpu_count", "weight", "cpu_time_s", "cpu_share", "wait_time_s", "halted_time_s",
+              "spin_time_s", "throughput", "throughput_unit", "latency_count", "latency_mean_ms",
+              "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_max_ms"]
+VCPU_COLUMNS = ["vm", "index", "cpu_time_s", "wait_time_s", "halted_time_s", "spin_time_s", "overhead_time_s",
+                "dispatches", "preemptions", "halts", "migrations_total", "migrations_smt_sibling",
+                "migrations_same_socket", "migrations_other_socket", "migrations_other_numa"]
+
+
+def test_exports():
+    assert isinstance(vcpulab.__version__, str) and vcpulab.__version__
+    assert issubclass(vcpulab.ScenarioError, ValueError)
+    assert issubclass(vcpulab.SimulationError, RuntimeError)
+    assert issubclass(vcpulab.NotFoundError, LookupError)
+
+
+def test_run_path_and_frames(program_toml: Path):
+    res = vcpulab.run(program_toml)
+    assert isinstance(res, vcpulab.Result)
+    assert res.summary == json.loads(res.to_json())
+    vms = res.vms()
+    assert isinstance(vms, pd.DataFrame)
+    assert list(vms.columns) == VM_COLUMNS
+    assert list(vms["name"]) == ["app", "hog"]
+    vcpus = res.vcpus()
+    assert list(vcpus.columns) == VCPU_COLUMNS
+    assert len(vcpus) == 8
+    assert list(vcpus.groupby("vm").size()) == [4, 4]
+    wl = res.workloads()
+    assert {"vm", "workload", "kind", "threads", "completed", "throughput", "throughput_unit"} <= set(wl.columns)
+    assert list(wl["kind"]) == ["program", "stress-ng"]
+    # the frames agree with the summary
+    for vm, row in zip(res.summary["vms"], vms.itertuples()):
+        assert row.cpu_time_s == vm["cpu_time_s"]
+        assert sum(v["cpu_time_s"] for v in vm["vcpus"]) == pytest.approx(row.cpu_time_s)
+
+
+def test_run_str_path(program_toml: Path):
+    assert vcpulab.run(str(program_toml)).to_json() == vcpulab.run(program_toml).to_json()
+
+
+def test_dict_input_matches_file(program_toml: Path, program: dict):
+    a = vcpulab.run(program)
+    b = vcpulab.run(program_toml)
+    assert a.summary == b.summary
+
+
+def test_seed_override(program: dict):
+    a = vcpulab.run(program, seed=11)
+    assert a.summary["seed"] == 11
+    assert a.to_json() == vcpulab.run(program, seed=11).to_json()
+    assert a.to_json() != vcpulab.run(program).to_json()
+
+
+def test_dict_errors_say_dict(program: dict):
+    bad = copy.deepcopy(program)
+    bad["vm"][0]["vcpus"] = 0
+    with pytest.raises(vcpulab.ScenarioError) as ei:
+        vcpulab.run(bad)
+    assert str(ei.value).startswith("<dict>: vm[0].vcpus: ")
+
+    bad = copy.deepcopy(program)
+    bad["vm"][1]["colour"] = "red"
+    with pytest.raises(vcpulab.ScenarioError, match=r"^<dict>: vm\[1\]\.colour: unknown key"):
+        vcpulab.validate(bad)
+
+    with pytest.raises(vcpulab.ScenarioError, match=r"^<dict>: "):
+        vcpulab.run({"duration": object()})
+
+
+def test_validate_description(program_toml: Path):
+    d = vcpulab.validate(program_toml)
+    assert d["name"] == "program-mix"
+    assert d["scheduler"] == "rr"
+    assert d["pcpus"] == 8
+    assert [v["name"] for v in d["vms"]] == ["app", "hog"]
+
+
+def test_validate_unicode_names(program: dict):
+    program["name"] = "zero\u200bwidth \u00e9t\u00e9 \U0001f600"
+    assert vcpulab.validate(program)["name"] == program["name"]
+    assert vcpulab.run(program).summary["scenario"] == program["name"]
+
+
+def test_missing_file_is_oserror(tmp_path: Path):
+    with pytest.raises(FileNotFoundError):
+        vcpulab.run(tmp_path / "nope.toml")
+
+
+def test_wrong_type():
+    with pytest.raises(TypeError):
+        vcpulab.run(42)  # type: ignore[arg-type]
+
+
+def test_schedulers_and_experiments():
+    names = [s["name"] for s in vcpulab.schedulers()]
+    assert "rr" in names and "hyperv-root" in names
+    exps = vcpulab.experiments()
+    hv = next(e for e in exps if e["id"] == "hyperv-root")
+    assert {"id", "title", "source", "notes", "metric", "unit", "value", "tolerance", "cases"} <= set(hv)
+    assert len(hv["cases"]) == 9
+    assert "[scheduler]" in vcpulab.experiment_scenario("hyperv-root")
+
+
+def test_reproduce_rows_and_frame():
+    rows = vcpulab.reproduce(["hyperv-root"])
+    assert len(rows) == 9
+    assert all(set(r) == {"experiment", "case", "metric", "unit", "paper", "sim", "ratio"} for r in rows)
+    for r in rows:
+        assert math.isclose(r["ratio"], r["sim"] / r["paper"])
+    df = vcpulab.reproduce_frame("hyperv-root")
+    assert list(df.columns) == ["experiment", "case", "metric", "unit", "paper", "sim", "ratio"]
+    assert list(df["case"]) == [r["case"] for r in rows]
+    assert vcpulab.reproduce() == rows  # all experiments (only one today)
+
+
+def test_reproduce_unknown():
+    with pytest.raises(vcpulab.NotFoundError, match="hyperv-root"):
+        vcpulab.reproduce(["nope"])
+
+
+def test_import_is_light():
+    """`import vcpulab` (and the CLI module) must not import pandas or tqdm."""
+    import subprocess
+    import sys
+
+    code = "import sys, vcpulab, vcpulab.cli; print(sorted(m for m in ('pandas', 'tqdm') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -1,0 +1,311 @@
+"""End-to-end tests of the `vcpulab` command (run as a subprocess, no TTY)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from conftest import PROGRAM_SCENARIO, run_cli
+
+ROW_KEYS = {"experiment", "case", "metric", "unit", "paper", "sim", "ratio"}
+
+
+def assert_no_traceback(p) -> None:
+    assert "Traceback" not in p.stderr, p.stderr
+    assert "Traceback" not in p.stdout, p.stdout
+
+
+# --------------------------------------------------------------------------- basics
+
+
+def test_version():
+    import vcpulab
+
+    p = run_cli("--version")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == f"vcpulab {vcpulab.__version__}"
+
+
+def test_help_has_examples():
+    p = run_cli("--help")
+    assert p.returncode == 0
+    assert "examples:" in p.stdout and "vcpulab run scenario.toml" in p.stdout
+    for sub in ("run", "validate", "schedulers", "reproduce"):
+        h = run_cli(sub, "--help")
+        assert h.returncode == 0, h.stderr
+        assert "usage: vcpulab " + sub in h.stdout
+
+
+def test_no_command_is_a_usage_error():
+    p = run_cli()
+    assert p.returncode == 2
+    assert "vcpulab: error:" in p.stderr
+    assert_no_traceback(p)
+
+
+# ------------------------------------------------------------------------------ run
+
+
+def test_run_prints_readable_summary(program_toml: Path):
+    p = run_cli("run", str(program_toml))
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert "program-mix" in out
+    for word in ("VM", "share", "wait s", "halted s", "spin s", "throughput", "loops/s", "bogo-ops/s",
+                 "utilization", "context switches", "migrations", "same_socket", "Jain", "events"):
+        assert word in out, f"{word!r} missing from:\n{out}"
+    for vm in ("app", "hog"):
+        assert any(line.startswith(vm) for line in out.splitlines())
+
+
+def test_run_json_parses(program_toml: Path):
+    p = run_cli("run", str(program_toml), "--json")
+    assert p.returncode == 0, p.stderr
+    s = json.loads(p.stdout)
+    assert s["scenario"] == "program-mix"
+    assert s["scheduler"] == "rr"
+    assert s["seed"] == 7
+    assert [vm["name"] for vm in s["vms"]] == ["app", "hog"]
+    app = s["vms"][0]
+    assert app["workloads"][0]["kind"] == "program"
+    assert app["workloads"][0]["completed"] > 0
+    assert app["spin_time_s"] > 0, "four threads on one lock should spin somewhat"
+    assert len(app["vcpus"]) == 4
+    assert s["event_counts"]["ipis_sent"] > 0
+    assert s["event_counts"]["lock_acquisitions"] > 0
+    assert s["host"]["pcpus"] == 8
+
+
+def test_run_check_invariants(program_toml: Path):
+    plain = run_cli("run", str(program_toml), "--json")
+    checked = run_cli("run", str(program_toml), "--json", "--check-invariants")
+    assert checked.returncode == 0, checked.stderr
+    assert checked.stdout == plain.stdout, "checking invariants must not change the result"
+
+
+def test_run_out_writes_files(program_toml: Path, tmp_path: Path):
+    out = tmp_path / "results" / "nested"
+    p = run_cli("run", str(program_toml), "--out", str(out), "--json")
+    assert p.returncode == 0, p.stderr
+    # --json still prints only the JSON on stdout
+    summary = json.loads(p.stdout)
+    assert json.loads((out / "summary.json").read_text()) == summary
+    with open(out / "vms.csv", newline="") as f:
+        vms = list(csv.DictReader(f))
+    assert [r["name"] for r in vms] == ["app", "hog"]
+    assert {"cpu_time_s", "cpu_share", "wait_time_s", "throughput", "latency_p99_ms"} <= set(vms[0])
+    with open(out / "vcpus.csv", newline="") as f:
+        vcpus = list(csv.DictReader(f))
+    assert len(vcpus) == 8
+    assert {"vm", "index", "dispatches", "migrations_total", "migrations_other_numa"} <= set(vcpus[0])
+    assert (out / "workloads.csv").exists()
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        assert not (out / "vms.parquet").exists()
+    else:
+        import pandas as pd
+
+        df = pd.read_parquet(out / "vcpus.parquet")
+        assert len(df) == 8
+    # no temporary files are left behind
+    assert not [f for f in out.iterdir() if f.name.startswith(".")]
+
+
+def test_run_out_replaces_existing_files(program_toml: Path, tmp_path: Path):
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "summary.json").write_text("stale")
+    p = run_cli("run", str(program_toml), "--out", str(out), "--seed", "3")
+    assert p.returncode == 0, p.stderr
+    assert json.loads((out / "summary.json").read_text())["seed"] == 3
+
+
+def test_run_out_unwritable_is_an_error(program_toml: Path, tmp_path: Path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    p = run_cli("run", str(program_toml), "--out", str(blocker / "sub"))
+    assert p.returncode == 2
+    assert p.stderr.startswith("vcpulab: error:")
+    assert_no_traceback(p)
+
+
+# ---------------------------------------------------------------------- determinism
+
+
+def test_same_input_gives_identical_bytes(program_toml: Path):
+    a = run_cli("run", str(program_toml), "--json")
+    b = run_cli("run", str(program_toml), "--json")
+    assert a.returncode == b.returncode == 0
+    assert a.stdout == b.stdout
+
+
+def test_seed_changes_the_result(program_toml: Path):
+    base = run_cli("run", str(program_toml), "--json").stdout
+    s1 = run_cli("run", str(program_toml), "--json", "--seed", "1").stdout
+    s1_again = run_cli("run", str(program_toml), "--json", "--seed", "1").stdout
+    assert json.loads(s1)["seed"] == 1
+    assert s1 == s1_again
+    assert s1 != base
+    strip = lambda t: {k: v for k, v in json.loads(t).items() if k != "seed"}  # noqa: E731
+    assert strip(s1) != strip(base), "a different seed should change more than the seed field"
+
+
+def test_bad_seed_is_a_usage_error(program_toml: Path):
+    p = run_cli("run", str(program_toml), "--seed", "-1")
+    assert p.returncode == 2
+    assert "seed" in p.stderr
+    assert_no_traceback(p)
+
+
+# ------------------------------------------------------------------------- validate
+
+
+def test_validate_ok(program_toml: Path):
+    p = run_cli("validate", str(program_toml))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("OK")
+    assert "program-mix" in p.stdout and "rr" in p.stdout and "8 pCPUs" in p.stdout
+
+
+def _with(text: str, old: str, new: str) -> str:
+    assert old in text
+    return text.replace(old, new, 1)
+
+
+BAD_SCENARIOS = {
+    # id: (edit of the program scenario, key path, words that say what is wrong)
+    "unknown-key": (lambda t: _with(t, 'weight = 512\n', 'weight = 512\nweigth = 3\n'),
+                    "vm[0].weigth", ["unknown key", "weight"]),
+    "negative-duration": (lambda t: _with(t, 'duration = "500ms"', 'duration = "-2s"'),
+                          "duration", ["negative"]),
+    "affinity-missing-cpu": (lambda t: _with(t, 'affinity = "0-3"', 'affinity = "0-9"'),
+                             "vm[1].affinity", ["9", "0-7"]),
+    "zero-vcpus": (lambda t: _with(t, 'vcpus = 4\nweight', 'vcpus = 0\nweight'),
+                   "vm[0].vcpus", ["0", "1"]),
+    "unknown-op": (lambda t: _with(t, 'op = "sleep"', 'op = "nap"'),
+                   "vm[0].workload[0].ops[4].op", ["unknown op", "sleep"]),
+    "unknown-scheduler-param": (lambda t: _with(t, 'name = "rr"', 'name = "rr"\nslise = "1ms"'),
+                                "scheduler.slise", ["slice"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_SCENARIOS))
+def test_validate_errors_name_file_key_and_problem(case: str, tmp_path: Path):
+    edit, key, words = BAD_SCENARIOS[case]
+    path = tmp_path / f"{case}.toml"
+    path.write_text(edit(PROGRAM_SCENARIO))
+    for cmd in ("validate", "run"):
+        p = run_cli(cmd, str(path))
+        assert p.returncode == 2, (cmd, p.stdout, p.stderr)
+        assert p.stdout == ""
+        assert_no_traceback(p)
+        msg = p.stderr.strip()
+        assert msg.startswith(f"vcpulab: error: {path}: {key}: "), msg
+        for w in words:
+            assert w in msg.split(f"{key}: ", 1)[1], f"{w!r} not in {msg!r}"
+
+
+def test_validate_syntax_error_names_file(tmp_path: Path):
+    path = tmp_path / "broken.toml"
+    path.write_text('name = "x\nduration = 1s\n')
+    p = run_cli("validate", str(path))
+    assert p.returncode == 2
+    assert p.stderr.startswith(f"vcpulab: error: {path}:")
+    assert_no_traceback(p)
+
+
+def test_missing_file(tmp_path: Path):
+    path = tmp_path / "nope.toml"
+    for cmd in ("validate", "run"):
+        p = run_cli(cmd, str(path))
+        assert p.returncode == 2
+        assert p.stderr.strip() == f"vcpulab: error: {path}: No such file or directory"
+
+
+def test_json_scenario_file(tmp_path: Path, program: dict):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(program))
+    toml_path = tmp_path / "s.toml"
+    toml_path.write_text(PROGRAM_SCENARIO)
+    a = run_cli("run", str(path), "--json")
+    b = run_cli("run", str(toml_path), "--json")
+    assert a.returncode == 0, a.stderr
+    assert a.stdout == b.stdout
+
+
+# ----------------------------------------------------------------------- schedulers
+
+
+def test_schedulers_json():
+    p = run_cli("schedulers", "--json")
+    assert p.returncode == 0, p.stderr
+    scheds = json.loads(p.stdout)
+    names = [s["name"] for s in scheds]
+    assert "rr" in names and "hyperv-root" in names
+    for s in scheds:
+        assert s["description"]
+        for prm in s["params"]:
+            assert {"name", "type", "default", "help"} <= set(prm)
+
+
+def test_schedulers_table():
+    p = run_cli("schedulers")
+    assert p.returncode == 0, p.stderr
+    assert "rr" in p.stdout and "hyperv-root" in p.stdout
+    assert "slice" in p.stdout and "quantum" in p.stdout
+
+
+# ------------------------------------------------------------------------ reproduce
+
+
+def test_reproduce_hyperv_root_json():
+    p = run_cli("reproduce", "hyperv-root", "--json")
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)  # nothing but JSON on stdout
+    assert len(rows) == 9
+    for r in rows:
+        assert set(r) == ROW_KEYS
+        assert r["experiment"] == "hyperv-root"
+        assert r["unit"] == "events/s"
+        assert isinstance(r["paper"], float) and isinstance(r["sim"], float)
+    assert len({r["case"] for r in rows}) == 9
+    assert "\r" not in p.stderr, "no progress bar without a TTY"
+
+
+def test_reproduce_tables():
+    p = run_cli("reproduce", "--no-progress")
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert "hyperv-root" in out
+    assert "sysbench_events_per_s (events/s)" in out
+    header = next(line for line in out.splitlines() if line.startswith("case"))
+    assert header.split()[:4] == ["case", "paper", "vcpulab", "ratio"]
+    assert "vm2-4busy/4vp-4t" in out
+    assert "notes:" in out
+
+
+def test_reproduce_list():
+    p = run_cli("reproduce", "--list")
+    assert p.returncode == 0, p.stderr
+    assert "hyperv-root" in p.stdout and "vm1-alone/1vp-1t" in p.stdout
+    j = run_cli("reproduce", "--list", "--json")
+    exps = json.loads(j.stdout)
+    assert exps[0]["id"] == "hyperv-root" and len(exps[0]["cases"]) == 9
+
+
+def test_reproduce_seed_is_passed_on():
+    a = json.loads(run_cli("reproduce", "hyperv-root", "--json", "--seed", "5").stdout)
+    b = json.loads(run_cli("reproduce", "hyperv-root", "--json", "--seed", "5").stdout)
+    assert a == b
+
+
+def test_reproduce_unknown_name():
+    p = run_cli("reproduce", "no-such-experiment")
+    assert p.returncode == 2
+    assert p.stdout == ""
+    assert p.stderr.startswith('vcpulab: error: unknown experiment "no-such-experiment"')
+    assert "hyperv-root" in p.stderr
+    assert_no_traceback(p)
