@@ -1,0 +1,167 @@
+"""Property-based tests: random small scenarios must run, be deterministic and keep the
+summary's accounting identities (time conservation, sums, ranges)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import vcpulab
+
+REL = 1e-6
+
+
+def _dur_us(lo: int, hi: int):
+    return st.integers(lo, hi).map(lambda us: f"{us}us")
+
+
+_compute = st.fixed_dictionaries({"op": st.just("compute"), "duration": _dur_us(1, 3000)})
+_lock = st.fixed_dictionaries({"op": st.just("lock"), "lock": st.sampled_from(["a", "b"]),
+                               "hold": _dur_us(1, 200), "kind": st.sampled_from(["ticket", "tas"])})
+_ipi = st.fixed_dictionaries({"op": st.just("ipi")})
+_io = st.fixed_dictionaries({"op": st.just("io"), "latency": _dur_us(1, 2000)})
+_sleep = st.fixed_dictionaries({"op": st.just("sleep"), "duration": _dur_us(1, 2000)})
+
+_program = st.fixed_dictionaries({
+    "kind": st.just("program"),
+    "threads": st.integers(1, 6),
+    "ops": st.lists(st.one_of(_compute, _lock, _ipi, _io, _sleep), min_size=1, max_size=5)
+             .filter(lambda ops: any(o["op"] in ("compute", "sleep", "io", "lock") for o in ops)),
+})
+_server = st.fixed_dictionaries({
+    "kind": st.just("program"),
+    "threads": st.integers(1, 4),
+    "arrivals": st.one_of(
+        st.fixed_dictionaries({"process": st.just("poisson"), "rate": st.integers(10, 5000)}),
+        st.fixed_dictionaries({"process": st.just("periodic"), "interval": _dur_us(50, 5000)}),
+        st.fixed_dictionaries({"process": st.just("closed"), "clients": st.integers(1, 8), "think": _dur_us(0, 2000)}),
+    ),
+    "ops": st.lists(st.one_of(_compute, _io), max_size=2).map(
+        lambda ops: [{"op": "serve", "service": "100us"}, *ops]),
+})
+_presets = st.one_of(
+    st.fixed_dictionaries({"kind": st.just("stress-ng"), "threads": st.integers(1, 4)}),
+    st.fixed_dictionaries({"kind": st.just("sysbench-cpu"), "threads": st.integers(1, 4)}),
+    st.fixed_dictionaries({"kind": st.just("lookbusy"), "threads": st.integers(1, 4),
+                           "utilization": st.integers(0, 100)}),
+)
+
+
+@st.composite
+def scenarios(draw):
+    sockets = draw(st.integers(1, 2))
+    cores = draw(st.integers(1, 3))
+    threads = draw(st.integers(1, 2))
+    numa = draw(st.sampled_from([n for n in (1, 2) if sockets % n == 0 or (n % sockets == 0 and cores % (n // sockets) == 0)]))
+    sched = draw(st.sampled_from([{"name": "rr"}, {"name": "hyperv-root"}]))
+    duration_ms = draw(st.integers(5, 60))
+    warmup_ms = draw(st.sampled_from([0, 0, duration_ms // 4]))
+    vms = []
+    for i in range(draw(st.integers(1, 3))):
+        vm = {"name": f"vm{i}", "vcpus": draw(st.integers(1, 4)), "weight": draw(st.integers(1, 1000)),
+              "workload": draw(st.lists(st.one_of(_program, _server, _presets), max_size=2))}
+        if draw(st.booleans()):
+            ncpus = sockets * cores * threads
+            vm["affinity"] = f"0-{draw(st.integers(0, ncpus - 1))}"
+        vms.append(vm)
+    return {
+        "name": "prop",
+        "duration": f"{duration_ms}ms",
+        "warmup": f"{warmup_ms}ms",
+        "seed": draw(st.integers(0, 2**32)),
+        "host": {"sockets": sockets, "cores_per_socket": cores, "threads_per_core": threads, "numa_nodes": numa},
+        "scheduler": sched,
+        "vm": vms,
+    }
+
+
+def check_latency(lat) -> None:
+    if lat is None:
+        return
+    if lat["count"] == 0:  # a request-serving workload that completed none in the window
+        return
+    assert 0.0 <= lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["max"] + 1e-12
+    assert lat["mean"] <= lat["max"] + 1e-12
+
+
+def check_identities(s: dict) -> None:
+    measured = s["duration_s"] - s["warmup_s"]
+    host = s["host"]
+    approx = lambda x: pytest.approx(x, rel=REL, abs=1e-6)  # noqa: E731
+    assert host["busy_time_s"] + host["idle_time_s"] == approx(host["pcpus"] * measured)
+    assert 0.0 <= host["utilization"] <= 1.0 + REL
+    total_cpu = 0.0
+    host_migr = {k: 0 for k in host["migrations"]}
+    for vm in s["vms"]:
+        assert vm["vcpu_count"] == len(vm["vcpus"])
+        assert vm["cpu_time_s"] == approx(sum(v["cpu_time_s"] for v in vm["vcpus"]))
+        assert vm["wait_time_s"] == approx(sum(v["wait_time_s"] for v in vm["vcpus"]))
+        assert vm["halted_time_s"] == approx(sum(v["halted_time_s"] for v in vm["vcpus"]))
+        assert vm["spin_time_s"] == approx(sum(v["spin_time_s"] for v in vm["vcpus"]))
+        assert 0.0 <= vm["cpu_share"] <= 1.0 + REL
+        total_cpu += vm["cpu_time_s"]
+        for v in vm["vcpus"]:
+            for k in ("cpu_time_s", "wait_time_s", "halted_time_s", "spin_time_s", "overhead_time_s"):
+                assert v[k] >= 0.0, (vm["name"], v["index"], k, v[k])
+            # a vCPU is always running, waiting for a pCPU, or halted
+            assert v["cpu_time_s"] + v["wait_time_s"] + v["halted_time_s"] == approx(measured), (vm["name"], v)
+            assert v["spin_time_s"] <= v["cpu_time_s"] + 1e-9
+            m = v["migrations"]
+            assert m["total"] == sum(x for k, x in m.items() if k != "total")
+            for k in host_migr:
+                host_migr[k] += m[k]
+        for w in vm["workloads"]:
+            assert w["completed"] >= 0
+            assert w["throughput"] == approx(w["completed"] / measured)
+            check_latency(w["latency_ms"])
+        check_latency(vm["latency_ms"])
+    assert sum(vm["cpu_share"] for vm in s["vms"]) <= 1.0 + 1e-6
+    assert total_cpu == approx(host["busy_time_s"])
+    assert host_migr == host["migrations"]
+    jain = s["fairness"]["jain_vm"]
+    assert jain is None or 0.0 < jain <= 1.0 + REL
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_random_scenarios_keep_identities(sc):
+    res = vcpulab.run(sc, check_invariants=True)
+    check_identities(res.summary)
+    assert vcpulab.run(sc).to_json() == res.to_json(), "not deterministic (or invariant checks change results)"
+
+
+CONSTANT_LATENCY = {
+    "name": "constant-latency",
+    "duration": "1s",
+    "host": {"cores_per_socket": 1, "costs": {"context_switch": "0us"}},
+    "scheduler": {"name": "rr"},
+    "vm": [{
+        "name": "srv",
+        "vcpus": 1,
+        "workload": [{
+            "kind": "program",
+            "arrivals": {"process": "periodic", "interval": "10ms"},
+            "ops": [{"op": "serve", "service": "1003us"}],
+        }],
+    }],
+}
+
+
+@pytest.mark.xfail(
+    reason="vcpulab-core Histogram::quantile returns the midpoint of the bucket holding the rank, capped "
+    "only from above by the max: when every request takes 1.003 ms (mean == max == min), p50/p90/p99 are "
+    "reported as 1.001472 ms. That is within the documented 0.8% but below the smallest sample; the same "
+    "root cause makes the Rust test metrics::tests::quantiles_are_within_one_percent fail (q=1.0 != max)",
+    strict=False,
+)
+def test_constant_latency_has_exact_quantiles():
+    lat = vcpulab.run(CONSTANT_LATENCY).summary["vms"][0]["latency_ms"]
+    assert lat["count"] > 0
+    assert lat["mean"] == pytest.approx(1.003)
+    assert lat["max"] == pytest.approx(1.003)
+    # quantiles of identical samples must equal that sample (at least not fall below the minimum)
+    assert lat["p50"] == pytest.approx(1.003, rel=1e-6)
+    assert lat["p99"] == pytest.approx(1.003, rel=1e-6)
