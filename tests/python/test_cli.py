@@ -309,3 +309,56 @@ def test_reproduce_unknown_name():
     assert p.stderr.startswith('vcpulab: error: unknown experiment "no-such-experiment"')
     assert "hyperv-root" in p.stderr
     assert_no_traceback(p)
+
+
+# ----------------------------------------------------------- error mapping (in-process)
+
+
+@pytest.mark.parametrize(
+    "exc, status",
+    [
+        (lambda: __import__("vcpulab").SimulationError('simulation of scenario "x" (seed 1) failed at t=5ns: boom'), 1),
+        (lambda: __import__("vcpulab").ScenarioError("f.toml: vm[0].vcpus: bad"), 2),
+        (lambda: __import__("vcpulab").NotFoundError("unknown experiment"), 2),
+        (lambda: PermissionError(13, "Permission denied", "f.toml"), 2),
+    ],
+)
+def test_errors_map_to_exit_status(monkeypatch, capsys, program_toml: Path, exc, status):
+    from vcpulab import api, cli
+
+    def boom(*a, **k):
+        raise exc()
+
+    monkeypatch.setattr(api, "run", boom)
+    assert cli.main(["run", str(program_toml)]) == status
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("vcpulab: error: ")
+    assert "Traceback" not in captured.err
+
+
+def test_progress_bar_is_quiet_for_fast_runs(capsys):
+    """progress=True shows a bar only after two seconds; a fast run prints nothing."""
+    import vcpulab
+
+    rows = vcpulab.reproduce(["hyperv-root"], progress=True)
+    assert len(rows) == 9
+    assert capsys.readouterr().err == ""
+
+
+def test_reproduce_with_a_tty_on_stderr_prints_only_tables():
+    import os
+    import pty
+    import subprocess
+
+    from conftest import VCPULAB
+
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.run([VCPULAB, "reproduce", "hyperv-root"], stdout=subprocess.PIPE, stderr=slave,
+                           stdin=subprocess.DEVNULL, text=True, timeout=120)
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert p.returncode == 0
+    assert "vm2-4busy/4vp-4t" in p.stdout
