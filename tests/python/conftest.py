@@ -98,8 +98,10 @@ def program_toml(tmp_path: Path) -> Path:
 
 def program_dict() -> dict:
     """PROGRAM_SCENARIO as a dict (for the dict input of the Python API)."""
-    import tomllib
-
+    try:
+        import tomllib
+    except ImportError:  # Python < 3.11
+        tomllib = pytest.importorskip("tomli")
     return tomllib.loads(PROGRAM_SCENARIO)
 
 

@@ -140,3 +140,22 @@ def test_import_is_light():
     code = "import sys, vcpulab, vcpulab.cli; print(sorted(m for m in ('pandas', 'tqdm') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_native_stub_matches_module():
+    """python/vcpulab/_native.pyi declares exactly what the extension exports."""
+    import ast
+    import inspect
+
+    from vcpulab import _native
+
+    stub = Path(vcpulab.__file__).with_name("_native.pyi")
+    tree = ast.parse(stub.read_text())
+    declared = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    exported = {n for n in dir(_native) if not n.startswith("_")}
+    assert declared == exported
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            sig = inspect.signature(getattr(_native, node.name))
+            assert list(sig.parameters) == [a.arg for a in node.args.args], node.name
+    assert (stub.parent / "py.typed").exists()
