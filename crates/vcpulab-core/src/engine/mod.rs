@@ -184,6 +184,9 @@ struct State {
     vm_vcpus: Vec<u32>,
     vm_timeslice: Vec<SimDuration>,
     kicks: Vec<TaskId>,
+    /// pCPUs whose deadline may have changed; re-armed once at the end of the event.
+    dirty: Vec<CpuId>,
+    dirty_flag: Vec<bool>,
     h: HostCounters,
     global_gen: u32,
     error: Option<String>,
@@ -324,6 +327,8 @@ impl<S: Scheduler> Sim<S> {
             vm_vcpus,
             vm_timeslice,
             kicks: Vec::new(),
+            dirty: Vec::new(),
+            dirty_flag: vec![false; ncpus],
             h: HostCounters::default(),
             global_gen: 0,
             error: None,
@@ -424,14 +429,13 @@ impl<S: Scheduler> Sim<S> {
 
     /// Applies timer requests made by the last hook.
     fn apply_out(&mut self) {
-        while let Some((cpu, at)) = self.out.timers.pop() {
-            // Requests are applied last-wins: pop() walks them backwards, so skip older.
-            if self.out.timers.iter().any(|(c, _)| *c == cpu) {
-                continue;
-            }
+        // In request order, so the last request for a pCPU wins.
+        for i in 0..self.out.timers.len() {
+            let (cpu, at) = self.out.timers[i];
             self.st.cpus[cpu as usize].timer_at = at;
             self.rearm(cpu);
         }
+        self.out.timers.clear();
         if let Some(g) = self.out.global_timer.take() {
             self.st.global_gen += 1;
             if let Some(at) = g {
@@ -454,10 +458,20 @@ impl<S: Scheduler> Sim<S> {
             if self.out.resched.is_empty() {
                 break;
             }
-            let cpu = self.out.resched.remove(0);
-            self.out.resched_pending[cpu as usize] = false;
-            self.resched(cpu);
+            // Reschedule in request order; new requests made meanwhile come after.
+            let batch = std::mem::take(&mut self.out.resched);
+            for cpu in batch {
+                self.out.resched_pending[cpu as usize] = false;
+                self.resched(cpu);
+                while let Some(t) = self.st.kicks.pop() {
+                    if self.st.tasks[t as usize].executing {
+                        self.settle(t);
+                        self.run_guest(t);
+                    }
+                }
+            }
         }
+        self.commit_rearms();
     }
 
     fn resched(&mut self, cpu: CpuId) {
@@ -612,22 +626,37 @@ impl<S: Scheduler> Sim<S> {
         self.rearm(cpu);
     }
 
-    /// Pushes the pCPU's next deadline if it changed.
+    /// Marks the pCPU's deadline for re-arming at the end of the current event.
     #[inline]
     fn rearm(&mut self, cpu: CpuId) {
-        let c = &mut self.st.cpus[cpu as usize];
-        let want = match (c.timer_at, c.guest_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        if want != c.pending_at {
-            c.gen = c.gen.wrapping_add(1);
-            c.pending_at = want;
-            if let Some(at) = want {
-                let gen = c.gen;
-                self.st.q.push(at.max(self.st.now), EventKind::Cpu { cpu, gen });
+        let f = &mut self.st.dirty_flag[cpu as usize];
+        if !*f {
+            *f = true;
+            self.st.dirty.push(cpu);
+        }
+    }
+
+    /// Pushes each dirty pCPU's next deadline if it changed.
+    fn commit_rearms(&mut self) {
+        // In marking order, so simultaneous deadlines keep the order they were set in.
+        for i in 0..self.st.dirty.len() {
+            let cpu = self.st.dirty[i];
+            self.st.dirty_flag[cpu as usize] = false;
+            let c = &mut self.st.cpus[cpu as usize];
+            let want = match (c.timer_at, c.guest_at) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            if want != c.pending_at {
+                c.gen = c.gen.wrapping_add(1);
+                c.pending_at = want;
+                if let Some(at) = want {
+                    let gen = c.gen;
+                    self.st.q.push(at.max(self.st.now), EventKind::Cpu { cpu, gen });
+                }
             }
         }
+        self.st.dirty.clear();
     }
 
     // ----------------------------------------------------------------- clock model

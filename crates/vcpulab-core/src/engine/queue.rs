@@ -20,35 +20,73 @@ pub enum EventKind {
     Warmup,
 }
 
+/// An event as stored in the heap: 24 bytes. The kind and its fields are packed into
+/// `payload` (kind: bits 56..64, id: bits 32..56, generation: bits 0..32) so the heap moves
+/// less memory; only (time, seq) take part in the order.
 #[derive(Clone, Copy, Debug)]
-pub struct Event {
-    pub time: SimTime,
-    pub seq: u64,
-    pub kind: EventKind,
+struct Slot {
+    time: u64,
+    seq: u64,
+    payload: u64,
 }
 
-impl PartialEq for Event {
+impl PartialEq for Slot {
     fn eq(&self, o: &Self) -> bool {
         self.time == o.time && self.seq == o.seq
     }
 }
-impl Eq for Event {}
-impl PartialOrd for Event {
+impl Eq for Slot {}
+impl PartialOrd for Slot {
     fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
         Some(self.cmp(o))
     }
 }
-impl Ord for Event {
+impl Ord for Slot {
     /// Reversed, so that `BinaryHeap` (a max-heap) pops the earliest event first.
     #[inline]
     fn cmp(&self, o: &Self) -> Ordering {
-        o.time.cmp(&self.time).then_with(|| o.seq.cmp(&self.seq))
+        (o.time, o.seq).cmp(&(self.time, self.seq))
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Event {
+    pub time: SimTime,
+    pub kind: EventKind,
+}
+
+const ID_MAX: u32 = (1 << 24) - 1;
+
+impl EventKind {
+    #[inline]
+    fn pack(self) -> u64 {
+        let (k, id, gen): (u64, u32, u32) = match self {
+            EventKind::Cpu { cpu, gen } => (0, cpu, gen),
+            EventKind::ThreadWake { thread } => (1, thread, 0),
+            EventKind::Arrival { workload } => (2, workload, 0),
+            EventKind::Global { gen } => (3, 0, gen),
+            EventKind::Warmup => (4, 0, 0),
+        };
+        debug_assert!(id <= ID_MAX);
+        (k << 56) | ((id as u64) << 32) | gen as u64
+    }
+    #[inline]
+    fn unpack(p: u64) -> EventKind {
+        let id = ((p >> 32) as u32) & ID_MAX;
+        let gen = p as u32;
+        match p >> 56 {
+            0 => EventKind::Cpu { cpu: id, gen },
+            1 => EventKind::ThreadWake { thread: id },
+            2 => EventKind::Arrival { workload: id },
+            3 => EventKind::Global { gen },
+            _ => EventKind::Warmup,
+        }
     }
 }
 
 #[derive(Default)]
 pub struct EventQueue {
-    heap: BinaryHeap<Event>,
+    heap: BinaryHeap<Slot>,
     seq: u64,
 }
 
@@ -59,15 +97,15 @@ impl EventQueue {
     #[inline]
     pub fn push(&mut self, time: SimTime, kind: EventKind) {
         self.seq += 1;
-        self.heap.push(Event { time, seq: self.seq, kind });
+        self.heap.push(Slot { time: time.0, seq: self.seq, payload: kind.pack() });
     }
     #[inline]
     pub fn pop(&mut self) -> Option<Event> {
-        self.heap.pop()
+        self.heap.pop().map(|s| Event { time: SimTime(s.time), kind: EventKind::unpack(s.payload) })
     }
     #[inline]
     pub fn peek_time(&self) -> Option<SimTime> {
-        self.heap.peek().map(|e| e.time)
+        self.heap.peek().map(|e| SimTime(e.time))
     }
     pub fn len(&self) -> usize {
         self.heap.len()
