@@ -5,7 +5,10 @@ use vcpulab_core::engine::Sim;
 use vcpulab_core::sched::{CpuId, SchedCtx, Scheduler, TaskId};
 use vcpulab_core::{Error, Scenario};
 
-const CHECKED: RunOptions = RunOptions { check_invariants: true };
+#[allow(non_snake_case)]
+fn CHECKED() -> RunOptions {
+    RunOptions { check_invariants: true, ..Default::default() }
+}
 
 fn scenario(text: &str) -> Scenario {
     Scenario::from_toml_str(text, "test.toml").unwrap_or_else(|e| panic!("{e}"))
@@ -72,7 +75,7 @@ const SCHEDULERS: &[&str] = &["rr", "hyperv-root"];
 fn no_vcpu_runs_on_two_pcpus_at_once_and_affinity_is_honoured() {
     for s in SCHEDULERS {
         let sc = scenario(&mixed(s));
-        run(&sc, None, &CHECKED).unwrap_or_else(|e| panic!("{s}: {e}"));
+        run(&sc, None, &CHECKED()).unwrap_or_else(|e| panic!("{s}: {e}"));
     }
 }
 
@@ -98,7 +101,7 @@ fn a_scheduler_that_double_books_a_vcpu_is_caught() {
         }
     }
     let sc = scenario(&mixed("rr"));
-    let err = Sim::new(&sc, DoubleBooker, 1, CHECKED).run(&sc).unwrap_err();
+    let err = Sim::new(&sc, DoubleBooker, 1, CHECKED()).run(&sc).unwrap_err();
     assert!(err.message.contains("scheduler bug"), "{err}");
     assert_eq!(err.seed, 1);
 }
@@ -107,7 +110,7 @@ fn a_scheduler_that_double_books_a_vcpu_is_caught() {
 #[test]
 fn cpu_time_handed_out_never_exceeds_pcpus_times_duration() {
     for s in SCHEDULERS {
-        let sum = run(&scenario(&mixed(s)), None, &CHECKED).unwrap();
+        let sum = run(&scenario(&mixed(s)), None, &CHECKED()).unwrap();
         let capacity = sum.host.pcpus as f64 * sum.duration_s;
         let handed: f64 = sum.vms.iter().map(|v| v.cpu_time_s).sum();
         assert!(handed <= capacity + 1e-9, "{s}: {handed} > {capacity}");
@@ -146,7 +149,7 @@ vcpus = 1
 kind = "stress-ng"
 "#
         ));
-        let sum = run(&sc, None, &CHECKED).unwrap();
+        let sum = run(&sc, None, &CHECKED()).unwrap();
         let pinned = &sum.vms[0];
         assert!(pinned.cpu_time_s <= 2.0 + 1e-9, "{s}: pinned VM got {}", pinned.cpu_time_s);
         assert!(pinned.cpu_time_s > 1.9, "{s}: pinned VM starved: {}", pinned.cpu_time_s);
@@ -182,7 +185,7 @@ kind = "stress-ng"
 threads = 2
 "#
         ));
-        let sum = run(&sc, None, &CHECKED).unwrap();
+        let sum = run(&sc, None, &CHECKED()).unwrap();
         assert_eq!(sum.vms[0].cpu_time_s, 0.0, "{s}");
         assert_eq!(sum.vms[0].halted_time_s, 8.0, "{s}");
         // 1% duty cycle plus switch costs.
@@ -201,7 +204,7 @@ fn equal_cpu_hogs_get_equal_shares_within_two_percent() {
         for i in 0..vms {
             text += &format!("[[vm]]\nname = \"v{i}\"\nvcpus = 1\n[[vm.workload]]\nkind = \"stress-ng\"\n");
         }
-        let sum = run(&scenario(&text), None, &CHECKED).unwrap();
+        let sum = run(&scenario(&text), None, &CHECKED()).unwrap();
         let shares: Vec<f64> = sum.vms.iter().map(|v| v.cpu_time_s).collect();
         let mean = shares.iter().sum::<f64>() / shares.len() as f64;
         for x in &shares {
@@ -222,7 +225,7 @@ fn same_seed_gives_identical_bytes() {
         let c = summary_json(&run(&sc, Some(8), &RunOptions::default()).unwrap());
         assert_ne!(a, c, "{s}: the seed has no effect");
         // Checking invariants observes the run without changing it.
-        let d = summary_json(&run(&sc, None, &CHECKED).unwrap());
+        let d = summary_json(&run(&sc, None, &CHECKED()).unwrap());
         assert_eq!(a, d);
     }
 }
@@ -329,4 +332,25 @@ fn a_program_of_zero_time_ops_is_an_error_not_a_hang() {
         }
         other => panic!("expected a SimError, got {other:?}"),
     }
+}
+
+/// The progress callback reports increasing fractions and does not change results.
+#[test]
+fn progress_callback_is_called_and_changes_nothing() {
+    use std::sync::{Arc, Mutex};
+    // About 2.8 M events: the callback fires every 2^20.
+    let sc = scenario(
+        "duration = \"400s\"\n[host]\ncores_per_socket = 4\n[scheduler]\nname = \"rr\"\n[[vm]]\nname = \"g\"\nvcpus = 16\n\
+         [[vm.workload]]\nkind = \"program\"\nthreads = 16\nops = [ { op = \"sleep\", duration = { dist = \"exp\", mean = \"1ms\" } }, \
+         { op = \"compute\", duration = { dist = \"exp\", mean = \"2ms\" } } ]\n",
+    );
+    let seen = Arc::new(Mutex::new(Vec::<f64>::new()));
+    let sink = seen.clone();
+    let opts = RunOptions { progress: Some(Arc::new(move |f| sink.lock().unwrap().push(f))), ..Default::default() };
+    let with = summary_json(&run(&sc, None, &opts).unwrap());
+    let without = summary_json(&run(&sc, None, &RunOptions::default()).unwrap());
+    assert_eq!(with, without);
+    let seen = seen.lock().unwrap();
+    assert!(seen.len() >= 2, "progress reported {} times", seen.len());
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]) && seen.iter().all(|f| (0.0..=1.0).contains(f)));
 }

@@ -9,7 +9,7 @@ fn check(name: &str) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
     let scenario = dir.join(format!("{name}.toml"));
     let expected_path = dir.join(format!("{name}.json"));
-    let opts = RunOptions { check_invariants: true };
+    let opts = RunOptions { check_invariants: true, ..Default::default() };
     let got = summary_json(&run_file(scenario.to_str().unwrap(), None, &opts).unwrap()) + "\n";
     if std::env::var_os("VCPULAB_BLESS").is_some() {
         std::fs::write(&expected_path, &got).unwrap();

@@ -35,12 +35,29 @@ use crate::workload::{Arrivals, Dist, IpiTargets, Mode, Op};
 use queue::{EventKind, EventQueue};
 use std::collections::VecDeque;
 
+/// Called now and then during a run with the fraction of simulated time done (0..1).
+pub type ProgressFn = std::sync::Arc<dyn Fn(f64) + Send + Sync>;
+
 /// Options that change how a run is checked or observed, never its results.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct RunOptions {
     /// Verify the engine's invariants after every event (slow; on in tests).
     pub check_invariants: bool,
+    /// Progress callback, called every `PROGRESS_EVERY` events.
+    pub progress: Option<ProgressFn>,
 }
+
+impl std::fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("check_invariants", &self.check_invariants)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
+}
+
+/// Events between two progress callbacks (a power of two: a mask test per event).
+const PROGRESS_EVERY: u64 = 1 << 20;
 
 type ThreadId = u32;
 const NONE: u32 = u32::MAX;
@@ -410,6 +427,11 @@ impl<S: Scheduler> Sim<S> {
             }
             self.st.h.events += 1;
             self.flush();
+            if self.st.h.events & (PROGRESS_EVERY - 1) == 0 {
+                if let Some(p) = &self.st.opts.progress {
+                    p(self.st.now.0 as f64 / self.st.end.0 as f64);
+                }
+            }
             if self.st.opts.check_invariants {
                 self.check_invariants();
             }
