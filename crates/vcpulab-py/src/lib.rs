@@ -39,7 +39,7 @@ fn run_text(py: Python<'_>, text: String, origin: String, format: &str, seed: Op
     let format = format.to_string();
     py.allow_threads(move || {
         let sc = parse(&text, &origin, &format)?;
-        let s = api::run(&sc, seed, &RunOptions { check_invariants })?;
+        let s = api::run(&sc, seed, &RunOptions { check_invariants, ..Default::default() })?;
         Ok(api::summary_json(&s))
     })
     .map_err(to_py)
