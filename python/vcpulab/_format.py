@@ -80,7 +80,7 @@ def summary_text(s: Mapping[str, Any]) -> str:
         f"overhead {num(h['overhead_time_s'])} s, {h['context_switches']} context switches",
         f"migrations  {mig.get('total', 0)} ({pairs(mig, skip=('total',)) or 'none'})",
         f"fairness    Jain index over VMs {'-' if jain is None else f'{jain:.4f}'}",
-        f"events      {s['events']} ({pairs(s.get('event_counts', {}))})",
+        f"events      {s['events']} processed; {pairs(s.get('event_counts', {}))}",
     ]
     if s.get("scheduler_counters"):
         out.append(f"scheduler   {pairs(s['scheduler_counters'])}")

@@ -362,3 +362,32 @@ def test_reproduce_with_a_tty_on_stderr_prints_only_tables():
         os.close(master)
     assert p.returncode == 0
     assert "vm2-4busy/4vp-4t" in p.stdout
+
+
+def test_simulation_error_exits_1(tmp_path: Path):
+    """A valid scenario whose loop takes no time cannot make progress: exit 1, one line."""
+    path = tmp_path / "zero.toml"
+    path.write_text(
+        'name = "zero-work"\nduration = "10ms"\n[host]\ncores_per_socket = 1\n[scheduler]\nname = "rr"\n'
+        '[[vm]]\nname = "a"\nvcpus = 1\n[[vm.workload]]\nkind = "program"\n'
+        'ops = [ { op = "compute", duration = "0us" } ]\n'
+    )
+    p = run_cli("run", str(path))
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert p.stdout == ""
+    assert p.stderr.startswith('vcpulab: error: simulation of scenario "zero-work" (seed 1) failed')
+    assert len(p.stderr.strip().splitlines()) == 1
+    assert_no_traceback(p)
+
+
+@pytest.mark.xfail(
+    reason="vcpulab-core accepts IPI targets that name a vCPU the VM does not have (engine/mod.rs filters "
+    "them out silently, so the op is a no-op); validation should reject them with the key path",
+    strict=False,
+)
+def test_validate_rejects_ipi_target_beyond_vcpus(tmp_path: Path):
+    path = tmp_path / "ipi.toml"
+    path.write_text(PROGRAM_SCENARIO.replace('{ op = "ipi", targets = "all" }', '{ op = "ipi", targets = [9] }'))
+    p = run_cli("validate", str(path))
+    assert p.returncode == 2
+    assert f"{path}: vm[0].workload[0].ops[2].targets" in p.stderr
