@@ -380,11 +380,6 @@ def test_simulation_error_exits_1(tmp_path: Path):
     assert_no_traceback(p)
 
 
-@pytest.mark.xfail(
-    reason="vcpulab-core accepts IPI targets that name a vCPU the VM does not have (engine/mod.rs filters "
-    "them out silently, so the op is a no-op); validation should reject them with the key path",
-    strict=False,
-)
 def test_validate_rejects_ipi_target_beyond_vcpus(tmp_path: Path):
     path = tmp_path / "ipi.toml"
     path.write_text(PROGRAM_SCENARIO.replace('{ op = "ipi", targets = "all" }', '{ op = "ipi", targets = [9] }'))

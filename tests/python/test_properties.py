@@ -150,13 +150,6 @@ CONSTANT_LATENCY = {
 }
 
 
-@pytest.mark.xfail(
-    reason="vcpulab-core Histogram::quantile returns the midpoint of the bucket holding the rank, capped "
-    "only from above by the max (q=1.0 returns the max since 9bda019): when every request takes 1.003 ms "
-    "(mean == max == min), p50/p90/p99 are reported as 1.001472 ms. That is within the documented 0.8% "
-    "but below the smallest sample; tracking the min and clamping to [min, max] would fix it",
-    strict=False,
-)
 def test_constant_latency_has_exact_quantiles():
     lat = vcpulab.run(CONSTANT_LATENCY).summary["vms"][0]["latency_ms"]
     assert lat["count"] > 0

@@ -8,6 +8,7 @@ pub struct Histogram {
     counts: Vec<u64>,
     pub count: u64,
     pub sum: u128,
+    pub min: u64,
     pub max: u64,
 }
 
@@ -16,7 +17,7 @@ const SUB: u64 = 1 << SUB_BITS;
 
 impl Default for Histogram {
     fn default() -> Self {
-        Histogram { counts: Vec::new(), count: 0, sum: 0, max: 0 }
+        Histogram { counts: Vec::new(), count: 0, sum: 0, min: u64::MAX, max: 0 }
     }
 }
 
@@ -53,6 +54,7 @@ impl Histogram {
         self.counts[i] += 1;
         self.count += 1;
         self.sum += v as u128;
+        self.min = self.min.min(v);
         self.max = self.max.max(v);
     }
 
@@ -64,8 +66,8 @@ impl Histogram {
         }
     }
 
-    /// The value at quantile q (0..=1): the midpoint of the bucket holding it, capped by
-    /// the exact maximum.
+    /// The value at quantile q (0..=1): the midpoint of the bucket holding it, clamped to
+    /// the exact minimum and maximum.
     pub fn quantile(&self, q: f64) -> u64 {
         if self.count == 0 {
             return 0;
@@ -79,7 +81,7 @@ impl Histogram {
             seen += c;
             if seen >= rank {
                 let (lo, w) = Self::bucket_range(i);
-                return (lo + w / 2).min(self.max);
+                return (lo + w / 2).clamp(self.min, self.max);
             }
         }
         self.max
@@ -120,6 +122,16 @@ mod tests {
         }
         assert_eq!(h.max, 100_000_000);
         assert_eq!(h.quantile(1.0), 100_000_000);
+    }
+
+    #[test]
+    fn percentiles_stay_within_min_and_max() {
+        let mut h = Histogram::default();
+        for _ in 0..10 {
+            h.record(1_003_000);
+        }
+        assert_eq!(h.quantile(0.5), 1_003_000);
+        assert_eq!(h.quantile(0.99), 1_003_000);
     }
 
     #[test]

@@ -319,7 +319,7 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
         Some(o) => o
             .array()?
             .iter()
-            .map(|w| workload::parse_workload(w, &mut locks, spinlock))
+            .map(|w| workload::parse_workload(w, &mut locks, spinlock, vcpus))
             .collect::<Res<Vec<_>>>()?,
     };
     t.finish(&["name", "vcpus", "weight", "affinity", "spinlock", "guest_timeslice", "workload"])?;

@@ -199,7 +199,7 @@ impl Work {
     }
 }
 
-fn parse_op(o: &Owned, locks: &mut Vec<String>, default_lock: LockKind) -> Res<Vec<Op>> {
+fn parse_op(o: &Owned, locks: &mut Vec<String>, default_lock: LockKind, vcpus: u32) -> Res<Vec<Op>> {
     let t = o.table()?;
     let op = t.req("op")?.str()?;
     let allowed: &[&str];
@@ -233,9 +233,17 @@ fn parse_op(o: &Owned, locks: &mut Vec<String>, default_lock: LockKind) -> Res<V
                 None => IpiTargets::All,
                 Some(x) => match x.v {
                     toml::Value::String(s) if s == "all" => IpiTargets::All,
-                    toml::Value::Array(_) => IpiTargets::List(
-                        x.array()?.iter().map(|i| i.u64_in(0, 1 << 20).map(|v| v as u32)).collect::<Res<_>>()?,
-                    ),
+                    toml::Value::Array(_) => {
+                        let mut list = Vec::new();
+                        for i in x.array()? {
+                            let v = i.u64_in(0, u64::MAX)?;
+                            if v >= vcpus as u64 {
+                                return i.err(format!("vCPU index {v} does not exist: the VM has vCPUs 0-{}", vcpus - 1));
+                            }
+                            list.push(v as u32);
+                        }
+                        IpiTargets::List(list)
+                    }
                     other => {
                         return x.err(format!(
                             "expected \"all\" or an array of vCPU indices, got {}",
@@ -306,7 +314,7 @@ fn parse_arrivals(o: &Owned) -> Res<Arrivals> {
 }
 
 /// Parses one `[[vm.workload]]` table, registering the lock names it uses.
-pub fn parse_workload(o: &Owned, locks: &mut Vec<String>, default_lock: LockKind) -> Res<WorkloadSpec> {
+pub fn parse_workload(o: &Owned, locks: &mut Vec<String>, default_lock: LockKind, vcpus: u32) -> Res<WorkloadSpec> {
     let t = o.table()?;
     let kind = t.req("kind")?.str()?.to_string();
     let threads = t.opt_u64("threads", 0, 1_000_000)?.unwrap_or(1) as u32;
@@ -320,7 +328,7 @@ pub fn parse_workload(o: &Owned, locks: &mut Vec<String>, default_lock: LockKind
             }
             let mut ops = Vec::new();
             for item in &items {
-                ops.extend(parse_op(item, locks, default_lock)?);
+                ops.extend(parse_op(item, locks, default_lock, vcpus)?);
             }
             let uses_requests = ops.iter().any(|o| matches!(o, Op::WaitRequest));
             if uses_requests && arrivals.is_none() {

@@ -316,6 +316,9 @@ fn bad_input_other_cases() {
     // Duplicate VM names.
     let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\n[[vm]]\nname = \"a\"\nvcpus = 1\n"));
     assert!(m.contains("vm[1].name") && m.contains("duplicate"), "{m}");
+    // An IPI to a vCPU the VM does not have.
+    let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 2\n[[vm.workload]]\nkind = \"program\"\nops = [{{ op = \"ipi\", targets = [1, 5] }}]\n"));
+    assert!(m.contains("vm[0].workload[0].ops[0].targets[1]") && m.contains("vCPUs 0-1"), "{m}");
     // A program waiting for requests without arrivals.
     let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\n[[vm.workload]]\nkind = \"program\"\nops = [{{ op = \"serve\", service = \"1ms\" }}]\n"));
     assert!(m.contains("vm[0].workload[0].arrivals"), "{m}");

@@ -200,6 +200,9 @@ struct State {
     vm_task_base: Vec<u32>,
     vm_vcpus: Vec<u32>,
     vm_timeslice: Vec<SimDuration>,
+    vm_names: Vec<String>,
+    /// First workload id of each VM.
+    vm_workload_base: Vec<u32>,
     kicks: Vec<TaskId>,
     /// pCPUs whose deadline may have changed; re-armed once at the end of the event.
     dirty: Vec<CpuId>,
@@ -235,7 +238,9 @@ impl<S: Scheduler> Sim<S> {
         let mut workloads = Vec::new();
         let mut locks = Vec::new();
         let (mut vm_lock_base, mut vm_task_base, mut vm_vcpus, mut vm_timeslice) = (vec![], vec![], vec![], vec![]);
+        let mut vm_workload_base = vec![];
         for (vi, vm) in sc.vms.iter().enumerate() {
+            vm_workload_base.push(workloads.len() as u32);
             vm_task_base.push(tasks.len() as u32);
             vm_lock_base.push(locks.len() as u32);
             vm_vcpus.push(vm.vcpus);
@@ -343,6 +348,8 @@ impl<S: Scheduler> Sim<S> {
             vm_task_base,
             vm_vcpus,
             vm_timeslice,
+            vm_names: sc.vms.iter().map(|v| v.name.clone()).collect(),
+            vm_workload_base,
             kicks: Vec::new(),
             dirty: Vec::new(),
             dirty_flag: vec![false; ncpus],
@@ -886,9 +893,11 @@ impl<S: Scheduler> Sim<S> {
                     th.zero_time_loops += 1;
                     if th.zero_time_loops > MAX_ZERO_TIME_LOOPS {
                         th.state = ThState::Blocked;
-                        let vm = self.st.workloads[w].vm;
+                        let vm = self.st.workloads[w].vm as usize;
+                        let local = w - self.st.vm_workload_base[vm] as usize;
+                        let name = self.st.vm_names[vm].clone();
                         self.fail(format!(
-                            "a thread of VM #{vm} (workload {w}) completed {MAX_ZERO_TIME_LOOPS} loops without time passing: its operations take no time"
+                            "a thread of vm[{vm}] ({name:?}), workload[{local}], completed {MAX_ZERO_TIME_LOOPS} loops without time passing: its operations take no time"
                         ));
                         return false;
                     }
@@ -1047,7 +1056,7 @@ impl<S: Scheduler> Sim<S> {
         let n = self.st.vm_vcpus[vm];
         let list: Vec<u32> = match targets {
             IpiTargets::All => (0..n).collect(),
-            IpiTargets::List(l) => l.iter().copied().filter(|i| *i < n).collect(),
+            IpiTargets::List(l) => l.clone(), // validated: every index < vcpus
         };
         let mut pending = 0;
         for i in list {
@@ -1253,7 +1262,7 @@ impl<S: Scheduler> Sim<S> {
             for w in &vm.workloads {
                 let rt = &self.st.workloads[wl_index];
                 wl_index += 1;
-                let latency = if rt.arrivals.is_some() {
+                let latency = if rt.arrivals.is_some() && rt.latency.count > 0 {
                     Some(LatencySummary {
                         count: rt.latency.count,
                         mean: rt.latency.mean() / 1e6,
