@@ -24,6 +24,16 @@ def run_text(
 ) -> str:
     """Runs a scenario given as text; returns the summary JSON."""
 
+def trace_text(
+    text: str,
+    origin: str,
+    format: Literal["toml", "json"] = "toml",
+    seed: Optional[int] = None,
+    from_ns: int = 0,
+    to_ns: int = 18446744073709551615,
+) -> tuple[str, str]:
+    """Runs a scenario; returns (summary JSON, Chrome JSON trace of the window [from_ns, to_ns])."""
+
 def validate_text(text: str, origin: str, format: Literal["toml", "json"] = "toml") -> str:
     """Validates a scenario given as text; returns a short JSON description of it."""
 

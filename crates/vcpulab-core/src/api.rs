@@ -1,7 +1,7 @@
 //! Entry points for the CLI and the Python bindings. Everything returns plain data or
 //! JSON text; nothing here holds state between calls.
 
-pub use crate::engine::RunOptions;
+pub use crate::engine::{RunOptions, RunOutput};
 use crate::engine::Sim;
 use crate::error::{Error, SimError};
 use crate::scenario::Scenario;
@@ -15,15 +15,20 @@ struct Runner<'a> {
 }
 
 impl WithScheduler for Runner<'_> {
-    type Output = Result<Summary, SimError>;
+    type Output = Result<RunOutput, SimError>;
     fn call<S: Scheduler>(self, sched: S) -> Self::Output {
-        Sim::new(self.sc, sched, self.seed, self.opts).run(self.sc)
+        Sim::new(self.sc, sched, self.seed, self.opts).run_full(self.sc)
     }
 }
 
 /// Runs a validated scenario. `seed` overrides the scenario's seed. A panic inside the
 /// engine (a vcpulab bug) is returned as a `SimError` naming the scenario and seed.
 pub fn run(sc: &Scenario, seed: Option<u64>, opts: &RunOptions) -> Result<Summary, Error> {
+    run_full(sc, seed, opts).map(|o| o.summary)
+}
+
+/// Like `run`, also returning the trace when `opts.trace_window` is set.
+pub fn run_full(sc: &Scenario, seed: Option<u64>, opts: &RunOptions) -> Result<RunOutput, Error> {
     let seed = seed.unwrap_or(sc.seed);
     let runner = Runner { sc, seed, opts: opts.clone() };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

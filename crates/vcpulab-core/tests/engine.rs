@@ -357,3 +357,46 @@ fn progress_callback_is_called_and_changes_nothing() {
     assert!(seen.len() >= 2, "progress reported {} times", seen.len());
     assert!(seen.windows(2).all(|w| w[0] <= w[1]) && seen.iter().all(|f| (0.0..=1.0).contains(f)));
 }
+
+/// A trace's per-pCPU slices never overlap, and each vCPU's traced run time equals its
+/// cpu_time_s in the summary.
+#[test]
+fn trace_slices_do_not_overlap_and_add_up_to_cpu_time() {
+    for s in SCHEDULERS {
+        let sc = scenario(&mixed(s));
+        let opts = RunOptions { trace_window: Some((0, u64::MAX)), ..Default::default() };
+        let out = vcpulab_core::api::run_full(&sc, None, &opts).unwrap();
+        let trace: serde_json::Value = serde_json::from_str(&out.trace_json.unwrap()).unwrap();
+        let events = trace["traceEvents"].as_array().unwrap();
+        let mut per_cpu: std::collections::BTreeMap<u64, Vec<(f64, f64)>> = Default::default();
+        let mut per_task: std::collections::BTreeMap<(String, u64), f64> = Default::default();
+        let mut instants = 0;
+        for e in events {
+            match e["ph"].as_str().unwrap() {
+                "X" => {
+                    let (ts, dur) = (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap());
+                    per_cpu.entry(e["tid"].as_u64().unwrap()).or_default().push((ts, ts + dur));
+                    let key = (e["args"]["vm"].as_str().unwrap().to_string(), e["args"]["vcpu"].as_u64().unwrap());
+                    *per_task.entry(key).or_default() += dur;
+                }
+                "i" => instants += 1,
+                _ => {}
+            }
+        }
+        assert!(instants > 0);
+        for (cpu, mut slices) in per_cpu {
+            slices.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            for w in slices.windows(2) {
+                assert!(w[0].1 <= w[1].0 + 1e-9, "{s}: pCPU {cpu} slices overlap: {:?}", w);
+            }
+        }
+        for vm in &out.summary.vms {
+            for v in &vm.vcpus {
+                let traced_us = per_task.get(&(vm.name.clone(), v.index as u64)).copied().unwrap_or(0.0);
+                assert!((traced_us / 1e6 - v.cpu_time_s).abs() < 1e-6, "{s}: {}/{}: {traced_us}us vs {}s", vm.name, v.index, v.cpu_time_s);
+            }
+        }
+        // Tracing observes without changing the run.
+        assert_eq!(summary_json(&out.summary), summary_json(&run(&sc, None, &RunOptions::default()).unwrap()));
+    }
+}

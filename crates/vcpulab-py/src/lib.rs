@@ -45,6 +45,28 @@ fn run_text(py: Python<'_>, text: String, origin: String, format: &str, seed: Op
     .map_err(to_py)
 }
 
+/// Runs a scenario and returns (summary JSON, Chrome JSON trace of [from_ns, to_ns]).
+#[pyfunction]
+#[pyo3(signature = (text, origin, format="toml", seed=None, from_ns=0, to_ns=u64::MAX))]
+fn trace_text(
+    py: Python<'_>,
+    text: String,
+    origin: String,
+    format: &str,
+    seed: Option<u64>,
+    from_ns: u64,
+    to_ns: u64,
+) -> PyResult<(String, String)> {
+    let format = format.to_string();
+    py.allow_threads(move || {
+        let sc = parse(&text, &origin, &format)?;
+        let opts = RunOptions { trace_window: Some((from_ns, to_ns)), ..Default::default() };
+        let out = api::run_full(&sc, seed, &opts)?;
+        Ok((api::summary_json(&out.summary), out.trace_json.unwrap_or_default()))
+    })
+    .map_err(to_py)
+}
+
 /// Validates a scenario given as text; returns a short JSON description of it.
 #[pyfunction]
 #[pyo3(signature = (text, origin, format="toml"))]
@@ -100,6 +122,7 @@ fn version() -> &'static str {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_text, m)?)?;
     m.add_function(wrap_pyfunction!(validate_text, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_text, m)?)?;
     m.add_function(wrap_pyfunction!(schedulers_json, m)?)?;
     m.add_function(wrap_pyfunction!(experiments_json, m)?)?;
     m.add_function(wrap_pyfunction!(reproduce_case, m)?)?;

@@ -22,6 +22,7 @@
 //! `smt_throughput / n` when n > 1 SMT siblings of the core are busy.
 
 pub mod queue;
+pub mod trace;
 
 use crate::error::SimError;
 use crate::metrics::{jain, Histogram};
@@ -45,6 +46,15 @@ pub struct RunOptions {
     pub check_invariants: bool,
     /// Progress callback, called every `PROGRESS_EVERY` events.
     pub progress: Option<ProgressFn>,
+    /// Record an execution trace of this window of simulated time (ns).
+    pub trace_window: Option<(u64, u64)>,
+}
+
+/// What a run produces: the summary, and the trace if one was asked for.
+pub struct RunOutput {
+    pub summary: Summary,
+    /// Chrome JSON trace text (see `trace`).
+    pub trace_json: Option<String>,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -52,6 +62,7 @@ impl std::fmt::Debug for RunOptions {
         f.debug_struct("RunOptions")
             .field("check_invariants", &self.check_invariants)
             .field("progress", &self.progress.is_some())
+            .field("trace_window", &self.trace_window)
             .finish()
     }
 }
@@ -135,6 +146,9 @@ struct TaskCounters {
 struct Task {
     vm: u32,
     state_since: SimTime,
+    /// When the current stretch on a pCPU began (for traces; `state_since` is reset by
+    /// warm-up accounting).
+    run_since: SimTime,
     last_cpu: u32,
     /// Past the switch overhead and executing guest code.
     executing: bool,
@@ -220,6 +234,7 @@ struct State {
     costs_switch: SimDuration,
     costs_migration: [SimDuration; 4],
     sched_counters_at_warmup: Vec<(&'static str, u64)>,
+    trace: Option<trace::Tracer>,
 }
 
 macro_rules! ctx {
@@ -260,6 +275,7 @@ impl<S: Scheduler> Sim<S> {
                 tasks.push(Task {
                     vm: vi as u32,
                     state_since: SimTime::ZERO,
+                    run_since: SimTime::ZERO,
                     last_cpu: NONE,
                     executing: false,
                     overhead_end: SimTime::ZERO,
@@ -330,6 +346,7 @@ impl<S: Scheduler> Sim<S> {
             topo: topo.clone(),
         };
         let out = SchedOut { resched_pending: vec![false; ncpus], ..Default::default() };
+        let opts_trace = opts.trace_window;
         let idle_speed = if turbo.is_empty() { 1.0 } else { turbo[0] / sc.host.base_ghz };
         let st = State {
             now: SimTime::ZERO,
@@ -365,6 +382,7 @@ impl<S: Scheduler> Sim<S> {
             costs_switch: sc.host.costs.context_switch,
             costs_migration: sc.host.costs.migration,
             sched_counters_at_warmup: Vec::new(),
+            trace: opts_trace.map(|(a, b)| trace::Tracer::new(SimTime(a), SimTime(b))),
         };
         Sim { sched, view, out, st }
     }
@@ -376,7 +394,12 @@ impl<S: Scheduler> Sim<S> {
     }
 
     /// Runs to the end of the scenario and returns the summary.
-    pub fn run(mut self, sc: &Scenario) -> Result<Summary, SimError> {
+    pub fn run(self, sc: &Scenario) -> Result<Summary, SimError> {
+        self.run_full(sc).map(|o| o.summary)
+    }
+
+    /// Runs to the end of the scenario; returns the summary and the trace if asked for.
+    pub fn run_full(mut self, sc: &Scenario) -> Result<RunOutput, SimError> {
         self.sched.init(ctx!(self));
         self.apply_out();
         // Every vCPU with guest threads starts runnable; the others start halted.
@@ -451,7 +474,36 @@ impl<S: Scheduler> Sim<S> {
         }
         self.st.now = self.st.end;
         self.account_all();
-        Ok(self.summary(sc))
+        if self.st.trace.is_some() {
+            for c in 0..self.st.cpus.len() {
+                let t = self.st.cpus[c].curr;
+                if t != NONE {
+                    let start = self.st.tasks[t as usize].run_since;
+                    self.trace_run(c as u32, t, start);
+                }
+            }
+        }
+        let summary = self.summary(sc);
+        let trace_json = self.st.trace.take().map(|tr| {
+            let names: Vec<(String, u32)> =
+                self.view.tasks.iter().map(|t| (sc.vms[t.vm as usize].name.clone(), t.index)).collect();
+            tr.to_chrome_json(self.st.cpus.len(), &names)
+        });
+        Ok(RunOutput { summary, trace_json })
+    }
+
+    #[inline]
+    fn trace_instant(&mut self, task: TaskId, kind: &'static str, cpu: Option<u32>, other: Option<u32>) {
+        if let Some(tr) = &mut self.st.trace {
+            tr.instant(self.st.now, task, kind, cpu, other);
+        }
+    }
+
+    #[inline]
+    fn trace_run(&mut self, cpu: CpuId, task: TaskId, start: SimTime) {
+        if let Some(tr) = &mut self.st.trace {
+            tr.run(cpu, task, start, self.st.now);
+        }
     }
 
     // ----------------------------------------------------------------- scheduler glue
@@ -540,6 +592,7 @@ impl<S: Scheduler> Sim<S> {
 
     fn make_runnable(&mut self, t: TaskId) {
         let now = self.st.now;
+        self.trace_instant(t, "wake", None, None);
         let task = &mut self.st.tasks[t as usize];
         task.c.halted_ns += now.since(task.state_since).ns();
         task.state_since = now;
@@ -551,6 +604,12 @@ impl<S: Scheduler> Sim<S> {
     /// Takes a task off its pCPU, accounting its run time.
     fn deschedule(&mut self, t: TaskId, cpu: CpuId, to: RunState) {
         let now = self.st.now;
+        if self.st.trace.is_some() {
+            let start = self.st.tasks[t as usize].run_since;
+            self.trace_run(cpu, t, start);
+            let kind = if to == RunState::Halted { "halt" } else { "preempted" };
+            self.trace_instant(t, kind, Some(cpu), None);
+        }
         let task = &mut self.st.tasks[t as usize];
         task.c.run_ns += now.since(task.state_since).ns();
         if !task.executing {
@@ -589,7 +648,13 @@ impl<S: Scheduler> Sim<S> {
         let task = &mut self.st.tasks[t as usize];
         task.c.wait_ns += now.since(task.state_since).ns();
         task.state_since = now;
+        task.run_since = now;
         task.c.dispatches += 1;
+        let from = task.last_cpu;
+        if from != NONE && from != cpu && self.st.trace.is_some() {
+            self.trace_instant(t, "migrate", Some(cpu), Some(from));
+        }
+        let task = &mut self.st.tasks[t as usize];
         if task.last_cpu != NONE && task.last_cpu != cpu {
             let d = self.view.topo.distance(task.last_cpu as usize, cpu as usize);
             let i = d as usize - 1;
@@ -1065,6 +1130,13 @@ impl<S: Scheduler> Sim<S> {
                 continue;
             }
             self.st.h.ipis_sent += 1;
+            if self.st.trace.is_some() {
+                let cpu = match self.view.state[src as usize] {
+                    RunState::Running(c) => Some(c),
+                    _ => None,
+                };
+                self.trace_instant(src, "ipi", cpu, Some(tt));
+            }
             if self.st.tasks[tt as usize].executing {
                 continue; // acknowledged at once
             }
