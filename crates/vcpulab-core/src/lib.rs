@@ -9,6 +9,7 @@
 pub mod api;
 pub mod engine;
 pub mod error;
+pub mod kvm;
 pub mod metrics;
 pub mod overrides;
 pub mod reader;

@@ -27,6 +27,8 @@ pub struct Scenario {
     pub seed: u64,
     pub host: HostSpec,
     pub scheduler: SchedulerSpec,
+    /// KVM behaviour (pause-loop exiting, the papers' fixes); None: no PLE.
+    pub kvm: Option<crate::kvm::KvmSpec>,
     pub vms: Vec<VmSpec>,
 }
 
@@ -183,7 +185,8 @@ impl Scenario {
         if total_threads > MAX_THREADS_TOTAL {
             return root.err("vm", format!("{total_threads} guest threads in total exceed the limit of {MAX_THREADS_TOTAL}"));
         }
-        root.finish(&["name", "description", "duration", "warmup", "seed", "host", "scheduler", "vm"])?;
+        let kvm = root.get("kvm").map(|k| k.table().and_then(|t| crate::kvm::parse_kvm(&t))).transpose()?;
+        root.finish(&["name", "description", "duration", "warmup", "seed", "host", "scheduler", "kvm", "vm"])?;
         Ok(Scenario {
             origin: origin.to_string(),
             name,
@@ -193,6 +196,7 @@ impl Scenario {
             seed,
             host,
             scheduler: SchedulerSpec { name: sname, params },
+            kvm,
             vms,
         })
     }

@@ -45,6 +45,8 @@ pub struct VmSummary {
     pub throughput_unit: Option<String>,
     pub latency_ms: Option<LatencySummary>,
     pub workloads: Vec<WorkloadSummary>,
+    /// Pause-loop exits and directed yields (null when the scenario has no [kvm]).
+    pub ple: Option<PleSummary>,
     /// Time figures per vCPU.
     pub vcpus: Vec<VcpuSummary>,
 }
@@ -82,6 +84,33 @@ pub struct VcpuSummary {
     pub preemptions: u64,
     pub halts: u64,
     pub migrations: MigrationSummary,
+    pub ple_exits: u64,
+    pub yield_attempts: u64,
+    pub yield_successes: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PleSummary {
+    pub exits: u64,
+    pub yield_attempts: u64,
+    pub yield_successes: u64,
+    /// A streak: consecutive PLE exits of one vCPU, continuing while it PLE-exits again
+    /// the next time it runs. Lengths are in PLE exits.
+    pub streaks: StreakSummary,
+    /// From a successful directed yield to the boosted vCPU running (null if none ran).
+    pub boost_to_run_ms: Option<LatencySummary>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct StreakSummary {
+    pub count: u64,
+    /// PLE-weighted median: half of all PLE exits are in streaks at least this long.
+    pub median: u64,
+    pub max: u64,
+    /// Fraction of PLE exits in streaks of 53 or more (the long paper's figure).
+    pub ge53_frac: f64,
+    /// The papers' figure 4: [streak length, fraction of PLE exits in streaks up to it].
+    pub cdf: Vec<(u64, f64)>,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -71,8 +71,9 @@ pub enum Op {
     /// Burn CPU: `work` is time at the host's base clock, or cycles.
     Compute { work: Work, mode: Mode },
     /// Spin until the named lock (index into the VM's lock table) is acquired, hold it for
-    /// `hold` (kernel mode), release it.
-    Lock { lock: u32, hold: Dist, kind: LockKind },
+    /// `hold`, release it. Kernel spinlocks by default; `mode = "user"` for user-space
+    /// spinlocks (Intel PLE ignores those).
+    Lock { lock: u32, hold: Dist, kind: LockKind, mode: Mode },
     /// Send an IPI to other vCPUs and spin until each has acknowledged (a target
     /// acknowledges when it runs).
     Ipi { targets: IpiTargets },
@@ -209,7 +210,7 @@ fn parse_op(o: &Owned, locks: &mut Vec<String>, default_lock: LockKind, vcpus: u
             Op::Compute { work: parse_work(&t, "compute")?, mode: parse_mode(&t)? }
         }
         "lock" => {
-            allowed = &["op", "lock", "hold", "kind"];
+            allowed = &["op", "lock", "hold", "kind", "mode"];
             let name = t.req("lock")?.str()?.to_string();
             let hold = parse_dist(&t.req("hold")?)?;
             let kind = match t.opt_str("kind")? {
@@ -225,7 +226,12 @@ fn parse_op(o: &Owned, locks: &mut Vec<String>, default_lock: LockKind, vcpus: u
                     locks.len() - 1
                 }
             };
-            Op::Lock { lock: id as u32, hold, kind }
+            let mode = match t.opt_str("mode")? {
+                None | Some("kernel") => Mode::Kernel,
+                Some("user") => Mode::User,
+                Some(other) => return t.err("mode", format!("unknown mode {other:?}; allowed: \"kernel\", \"user\"")),
+            };
+            Op::Lock { lock: id as u32, hold, kind, mode }
         }
         "ipi" => {
             allowed = &["op", "targets"];

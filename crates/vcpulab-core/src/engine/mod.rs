@@ -25,10 +25,12 @@ pub mod queue;
 pub mod trace;
 
 use crate::error::SimError;
+use crate::kvm::{grow_window, KvmSpec, KvmVersion, Vendor};
+use std::collections::BTreeMap;
 use crate::metrics::{jain, Histogram};
 use crate::rng::Rng;
 use crate::scenario::{LockKind, Scenario};
-use crate::sched::{CpuId, RunState, SchedCtx, SchedOut, SchedView, Scheduler, TaskId, TaskInfo};
+use crate::sched::{CpuId, RunState, SchedCtx, SchedOut, SchedView, Scheduler, TaskId, TaskInfo, YieldRequest, YieldResult};
 use crate::summary::*;
 use crate::time::{SimDuration, SimTime};
 use crate::topology::{CpuSet, Distance};
@@ -82,7 +84,7 @@ const MAX_ZERO_TIME_LOOPS: u32 = 100_000;
 #[derive(Clone, Debug)]
 enum RtOp {
     Compute { work: Dist, mode: Mode },
-    Lock { lock: u32, hold: Dist },
+    Lock { lock: u32, hold: Dist, mode: Mode },
     Ipi { targets: IpiTargets },
     Io { latency: Dist },
     Sleep { duration: Dist },
@@ -95,7 +97,7 @@ enum ThState {
     /// At an operation boundary, about to execute `ops[pc]`.
     Ready,
     Compute { remaining: f64, mode: Mode, release: u32 },
-    SpinLock { lock: u32, hold: f64 },
+    SpinLock { lock: u32, hold: f64, mode: Mode },
     SpinIpi { pending: u32 },
     Blocked,
 }
@@ -141,6 +143,9 @@ struct TaskCounters {
     preemptions: u64,
     halts: u64,
     migrations: [u64; 4],
+    ple_exits: u64,
+    yield_attempts: u64,
+    yield_successes: u64,
 }
 
 struct Task {
@@ -161,6 +166,28 @@ struct Task {
     local: VecDeque<ThreadId>,
     pending_acks: Vec<ThreadId>,
     c: TaskCounters,
+    kv: KvmTask,
+}
+
+/// Per-vCPU state of the KVM layer (see `crate::kvm`).
+#[derive(Clone, Default)]
+struct KvmTask {
+    /// Descheduled while runnable (4.15 `preempted`).
+    preempted: bool,
+    /// 5.3+ `ready`: preempted, or woken from a halt and not yet running.
+    ready: bool,
+    /// Guest mode when it was last descheduled (`preempted_in_kernel`).
+    in_kernel: bool,
+    in_spin_loop: bool,
+    dy_eligible: bool,
+    /// Current PLE window, cycles.
+    window: u64,
+    /// Start of the current PLE window (a spin, or the time after the last exit).
+    ple_from: SimTime,
+    /// This run (dispatch) saw a PLE exit.
+    ple_in_run: bool,
+    streak: u64,
+    boosted_at: Option<SimTime>,
 }
 
 struct Cpu {
@@ -235,6 +262,15 @@ struct State {
     costs_migration: [SimDuration; 4],
     sched_counters_at_warmup: Vec<(&'static str, u64)>,
     trace: Option<trace::Tracer>,
+    kvm: Option<KvmSpec>,
+    /// Per VM: index of the last boosted vCPU (`kvm->last_boosted_vcpu`).
+    last_boosted: Vec<u32>,
+    /// Per VM: PLE streak lengths -> number of streaks of that length.
+    streaks: Vec<BTreeMap<u64, u64>>,
+    /// Per VM: time from a successful directed yield to the target running.
+    boost_to_run: Vec<Histogram>,
+    /// Spinners that left the PLE handler; their spin-loop flags clear if still running.
+    spin_loop_exits: Vec<TaskId>,
 }
 
 macro_rules! ctx {
@@ -286,6 +322,7 @@ impl<S: Scheduler> Sim<S> {
                     local: VecDeque::new(),
                     pending_acks: Vec::new(),
                     c: TaskCounters::default(),
+                    kv: KvmTask { window: sc.kvm.as_ref().map_or(0, |k| k.ple_window), ..Default::default() },
                 });
             }
             let mut k = 0u32;
@@ -296,7 +333,7 @@ impl<S: Scheduler> Sim<S> {
                     .iter()
                     .map(|op| match op {
                         Op::Compute { work, mode } => RtOp::Compute { work: work.base_ns(sc.host.base_ghz), mode: *mode },
-                        Op::Lock { lock, hold, .. } => RtOp::Lock { lock: *lock, hold: hold.clone() },
+                        Op::Lock { lock, hold, mode, .. } => RtOp::Lock { lock: *lock, hold: hold.clone(), mode: *mode },
                         Op::Ipi { targets } => RtOp::Ipi { targets: targets.clone() },
                         Op::Io { latency } => RtOp::Io { latency: latency.clone() },
                         Op::Sleep { duration } => RtOp::Sleep { duration: duration.clone() },
@@ -383,6 +420,11 @@ impl<S: Scheduler> Sim<S> {
             costs_migration: sc.host.costs.migration,
             sched_counters_at_warmup: Vec::new(),
             trace: opts_trace.map(|(a, b)| trace::Tracer::new(SimTime(a), SimTime(b))),
+            kvm: sc.kvm.clone().filter(|k| k.ple),
+            last_boosted: vec![0; sc.vms.len()],
+            streaks: vec![BTreeMap::new(); sc.vms.len()],
+            boost_to_run: vec![Histogram::default(); sc.vms.len()],
+            spin_loop_exits: Vec::new(),
         };
         Sim { sched, view, out, st }
     }
@@ -474,6 +516,13 @@ impl<S: Scheduler> Sim<S> {
         }
         self.st.now = self.st.end;
         self.account_all();
+        for t in 0..self.st.tasks.len() {
+            let task = &mut self.st.tasks[t];
+            if task.kv.streak > 0 {
+                *self.st.streaks[task.vm as usize].entry(task.kv.streak).or_default() += 1;
+                task.kv.streak = 0;
+            }
+        }
         if self.st.trace.is_some() {
             for c in 0..self.st.cpus.len() {
                 let t = self.st.cpus[c].curr;
@@ -552,6 +601,13 @@ impl<S: Scheduler> Sim<S> {
                 }
             }
         }
+        while let Some(t) = self.st.spin_loop_exits.pop() {
+            let task = &mut self.st.tasks[t as usize];
+            if task.executing {
+                task.kv.in_spin_loop = false;
+                task.kv.dy_eligible = false;
+            }
+        }
         self.commit_rearms();
     }
 
@@ -596,6 +652,7 @@ impl<S: Scheduler> Sim<S> {
         let task = &mut self.st.tasks[t as usize];
         task.c.halted_ns += now.since(task.state_since).ns();
         task.state_since = now;
+        task.kv.ready = true; // kvm_vcpu_wake_up
         self.view.state[t as usize] = RunState::Runnable;
         self.sched.wake(ctx!(self), t);
         self.apply_out();
@@ -623,6 +680,25 @@ impl<S: Scheduler> Sim<S> {
         }
         task.state_since = now;
         task.executing = false;
+        if self.st.kvm.is_some() {
+            let involuntary = to == RunState::Runnable;
+            task.kv.preempted = involuntary;
+            task.kv.ready = involuntary;
+            task.kv.in_kernel = match task.cur {
+                NONE => false,
+                cur => match self.st.threads[cur as usize].state {
+                    ThState::Compute { mode, .. } | ThState::SpinLock { mode, .. } => mode == Mode::Kernel,
+                    ThState::SpinIpi { .. } => true,
+                    _ => false,
+                },
+            };
+            if !task.kv.ple_in_run && task.kv.streak > 0 {
+                let vm = task.vm as usize;
+                *self.st.streaks[vm].entry(task.kv.streak).or_default() += 1;
+                task.kv.streak = 0;
+            }
+            task.kv.ple_in_run = false;
+        }
         self.view.state[t as usize] = to;
         self.view.cpu_curr[cpu as usize] = None;
         let c = &mut self.st.cpus[cpu as usize];
@@ -663,6 +739,12 @@ impl<S: Scheduler> Sim<S> {
             cost += self.st.costs_migration[i];
         }
         task.last_cpu = cpu;
+        task.kv.preempted = false;
+        task.kv.ready = false;
+        if let Some(b) = task.kv.boosted_at.take() {
+            let vm = task.vm as usize;
+            self.st.boost_to_run[vm].record(now.since(b).ns());
+        }
         self.view.state[t as usize] = RunState::Running(cpu);
         self.view.cpu_curr[cpu as usize] = Some(t);
         self.set_busy(cpu, true);
@@ -686,6 +768,11 @@ impl<S: Scheduler> Sim<S> {
         }
         task.executing = true;
         task.progress_from = now;
+        if let Some(k) = &self.st.kvm {
+            task.kv.in_spin_loop = false;
+            task.kv.dy_eligible = false;
+            task.kv.window = k.ple_window; // shrink 0: reset to the base window at sched-in
+        }
         let acks = std::mem::take(&mut task.pending_acks);
         for sender in acks {
             self.ack_ipi(sender);
@@ -840,6 +927,20 @@ impl<S: Scheduler> Sim<S> {
             self.run_guest(t);
             return;
         }
+        let spin_mode = match self.st.threads[cur as usize].state {
+            ThState::SpinLock { mode, .. } => Some(mode),
+            ThState::SpinIpi { .. } => Some(Mode::Kernel),
+            _ => None,
+        };
+        if let Some(mode) = spin_mode {
+            if self.ple_deadline(t, mode).is_some_and(|d| d <= self.st.now) {
+                self.pause_loop_exit(t, mode);
+            }
+            if self.st.tasks[t as usize].executing {
+                self.update_guest_deadline(t);
+            }
+            return;
+        }
         if let ThState::Compute { remaining, release, .. } = self.st.threads[cur as usize].state {
             if remaining <= WORK_EPSILON {
                 self.st.h.op_completions += 1;
@@ -901,7 +1002,10 @@ impl<S: Scheduler> Sim<S> {
         let th = &self.st.threads[task.cur as usize];
         let spinning = matches!(th.state, ThState::SpinLock { .. } | ThState::SpinIpi { .. });
         match (spinning, task.spin_since) {
-            (true, None) => task.spin_since = Some(now),
+            (true, None) => {
+                task.spin_since = Some(now);
+                task.kv.ple_from = task.kv.ple_from.max(now);
+            }
             (false, Some(s)) => {
                 task.c.spin_ns += now.since(s).ns();
                 task.spin_since = None;
@@ -918,6 +1022,8 @@ impl<S: Scheduler> Sim<S> {
                 }
                 Some(d)
             }
+            ThState::SpinLock { mode, .. } => self.ple_deadline(t, mode),
+            ThState::SpinIpi { .. } => self.ple_deadline(t, Mode::Kernel),
             _ => None,
         };
         self.st.cpus[cpu as usize].guest_at = deadline;
@@ -941,9 +1047,9 @@ impl<S: Scheduler> Sim<S> {
                     th.pc += 1;
                     continue;
                 }
-                ThState::SpinLock { lock, hold } => {
+                ThState::SpinLock { lock, hold, mode } => {
                     if self.try_lock(id, lock, false) {
-                        self.st.threads[id as usize].state = ThState::Compute { remaining: hold, mode: Mode::Kernel, release: lock };
+                        self.st.threads[id as usize].state = ThState::Compute { remaining: hold, mode, release: lock };
                         continue;
                     }
                     return true;
@@ -986,15 +1092,15 @@ impl<S: Scheduler> Sim<S> {
                     }
                     th.pc += 1;
                 }
-                RtOp::Lock { lock, hold, .. } => {
-                    let hold = hold.sample(&mut th.rng);
+                RtOp::Lock { lock, hold, mode } => {
+                    let (hold, mode) = (hold.sample(&mut th.rng), *mode);
                     let vm = self.st.workloads[w].vm;
                     let gl = self.st.vm_lock_base[vm as usize] + *lock;
-                    th.state = ThState::SpinLock { lock: gl, hold };
+                    th.state = ThState::SpinLock { lock: gl, hold, mode };
                     if !self.try_lock(id, gl, true) {
                         return true;
                     }
-                    self.st.threads[id as usize].state = ThState::Compute { remaining: hold, mode: Mode::Kernel, release: gl };
+                    self.st.threads[id as usize].state = ThState::Compute { remaining: hold, mode, release: gl };
                 }
                 RtOp::Ipi { targets } => {
                     let targets = targets.clone();
@@ -1042,6 +1148,100 @@ impl<S: Scheduler> Sim<S> {
                 }
             }
         }
+    }
+
+    /// When the spinning vCPU `t` will take a PLE exit, if PLE applies to this spin.
+    fn ple_deadline(&self, t: TaskId, mode: Mode) -> Option<SimTime> {
+        let k = self.st.kvm.as_ref()?;
+        if mode == Mode::User && k.vendor == Vendor::Intel {
+            return None; // Intel ignores PAUSE loops at CPL > 0
+        }
+        let kv = &self.st.tasks[t as usize].kv;
+        let ns = (kv.window as f64 / self.st.base_ghz).ceil() as u64;
+        Some(kv.ple_from + SimDuration(ns))
+    }
+
+    /// A PLE exit of the spinning vCPU `t`: account it, grow the window, run the handler.
+    fn pause_loop_exit(&mut self, t: TaskId, mode: Mode) {
+        let now = self.st.now;
+        let k = self.st.kvm.clone().expect("PLE without KVM");
+        let task = &mut self.st.tasks[t as usize];
+        task.c.ple_exits += 1;
+        task.kv.ple_in_run = true;
+        task.kv.streak += 1;
+        task.kv.window = grow_window(&k, task.kv.window);
+        task.kv.ple_from = now + k.ple_exit_cost;
+        let cpu = match self.view.state[t as usize] {
+            RunState::Running(c) => c,
+            _ => return,
+        };
+        self.trace_instant(t, "ple_exit", Some(cpu), None);
+        // AMD reports the spinner's CPL; Intel only exits at CPL 0.
+        let yield_to_kernel_mode = k.vendor == Vendor::Intel || mode == Mode::Kernel;
+        self.kvm_vcpu_on_spin(t, cpu, yield_to_kernel_mode, &k);
+    }
+
+    /// KVM's PLE handler: directed yield to a candidate vCPU of the spinner's VM.
+    fn kvm_vcpu_on_spin(&mut self, me: TaskId, cpu: CpuId, yield_to_kernel_mode: bool, k: &KvmSpec) {
+        let vm = self.st.tasks[me as usize].vm as usize;
+        let base = self.st.vm_task_base[vm];
+        let n = self.st.vm_vcpus[vm];
+        let last = self.st.last_boosted[vm].min(n - 1);
+        self.st.tasks[me as usize].kv.in_spin_loop = true;
+        let mut tries = 3;
+        let order = (last + 1..n).chain(0..=last);
+        for i in order {
+            let v = base + i;
+            if v == me {
+                continue;
+            }
+            let kv = &self.st.tasks[v as usize].kv;
+            let waiting = if k.version >= KvmVersion::V5_3 { kv.ready } else { kv.preempted };
+            if !waiting || self.view.state[v as usize] == RunState::Halted {
+                continue;
+            }
+            if yield_to_kernel_mode && !kv.in_kernel {
+                let pending_irq = k.version >= KvmVersion::V5_3 && !self.st.tasks[v as usize].pending_acks.is_empty();
+                if !(pending_irq || k.features.boost_user_mode_candidates) {
+                    continue;
+                }
+            }
+            let kv = &mut self.st.tasks[v as usize].kv;
+            if kv.in_spin_loop {
+                let eligible = kv.dy_eligible;
+                kv.dy_eligible = !kv.dy_eligible;
+                if !eligible {
+                    continue;
+                }
+            }
+            self.st.tasks[me as usize].c.yield_attempts += 1;
+            let req = YieldRequest {
+                from: me,
+                from_cpu: cpu,
+                target: v,
+                ignore_vcpu_fairness: k.features.boost_ignores_vcpu_fairness,
+                migrate_to_yielder: k.features.migrate_boosted_to_spinner,
+            };
+            let r = self.sched.yield_to(ctx!(self), req);
+            self.apply_out();
+            match r {
+                YieldResult::Yielded => {
+                    self.st.tasks[me as usize].c.yield_successes += 1;
+                    self.st.tasks[v as usize].kv.boosted_at = Some(self.st.now);
+                    self.st.last_boosted[vm] = i;
+                    self.trace_instant(me, "yield_to", Some(cpu), Some(v));
+                    break;
+                }
+                YieldResult::NoSuchTarget => {
+                    tries -= 1;
+                    if tries == 0 {
+                        break;
+                    }
+                }
+                YieldResult::Failed => {}
+            }
+        }
+        self.st.spin_loop_exits.push(me);
     }
 
     /// Tries to take a lock for thread `id`. `first` registers it as a waiter on failure.
@@ -1297,6 +1497,12 @@ impl<S: Scheduler> Sim<S> {
             w.latency.clear();
         }
         self.st.h = HostCounters::default();
+        for s in &mut self.st.streaks {
+            s.clear();
+        }
+        for h in &mut self.st.boost_to_run {
+            h.clear();
+        }
         self.st.sched_counters_at_warmup = self.sched.counters();
     }
 
@@ -1317,6 +1523,9 @@ impl<S: Scheduler> Sim<S> {
                 tot.wait_ns += c.wait_ns;
                 tot.halted_ns += c.halted_ns;
                 tot.spin_ns += c.spin_ns;
+                tot.ple_exits += c.ple_exits;
+                tot.yield_attempts += c.yield_attempts;
+                tot.yield_successes += c.yield_successes;
                 vcpus.push(VcpuSummary {
                     index: i as u32,
                     cpu_time_s: s(c.run_ns),
@@ -1328,24 +1537,16 @@ impl<S: Scheduler> Sim<S> {
                     preemptions: c.preemptions,
                     halts: c.halts,
                     migrations: MigrationSummary::from(c.migrations),
+                    ple_exits: c.ple_exits,
+                    yield_attempts: c.yield_attempts,
+                    yield_successes: c.yield_successes,
                 });
             }
             let mut workloads = Vec::new();
             for w in &vm.workloads {
                 let rt = &self.st.workloads[wl_index];
                 wl_index += 1;
-                let latency = if rt.arrivals.is_some() && rt.latency.count > 0 {
-                    Some(LatencySummary {
-                        count: rt.latency.count,
-                        mean: rt.latency.mean() / 1e6,
-                        p50: rt.latency.quantile(0.50) as f64 / 1e6,
-                        p90: rt.latency.quantile(0.90) as f64 / 1e6,
-                        p99: rt.latency.quantile(0.99) as f64 / 1e6,
-                        max: rt.latency.max as f64 / 1e6,
-                    })
-                } else {
-                    None
-                };
+                let latency = if rt.arrivals.is_some() { latency_summary(&rt.latency) } else { None };
                 workloads.push(WorkloadSummary {
                     kind: w.kind.clone(),
                     threads: w.threads,
@@ -1369,6 +1570,13 @@ impl<S: Scheduler> Sim<S> {
                 throughput: first.map(|w| w.throughput),
                 throughput_unit: first.map(|w| w.throughput_unit.clone()),
                 latency_ms: first.and_then(|w| w.latency_ms.clone()),
+                ple: self.st.kvm.as_ref().map(|_| PleSummary {
+                    exits: tot.ple_exits,
+                    yield_attempts: tot.yield_attempts,
+                    yield_successes: tot.yield_successes,
+                    streaks: streak_summary(&self.st.streaks[vi]),
+                    boost_to_run_ms: latency_summary(&self.st.boost_to_run[vi]),
+                }),
                 workloads,
                 vcpus,
             });
@@ -1417,6 +1625,39 @@ impl<S: Scheduler> Sim<S> {
                 lock_acquisitions: h.lock_acquisitions,
             },
         }
+    }
+}
+
+fn latency_summary(h: &Histogram) -> Option<LatencySummary> {
+    (h.count > 0).then(|| LatencySummary {
+        count: h.count,
+        mean: h.mean() / 1e6,
+        p50: h.quantile(0.50) as f64 / 1e6,
+        p90: h.quantile(0.90) as f64 / 1e6,
+        p99: h.quantile(0.99) as f64 / 1e6,
+        max: h.max as f64 / 1e6,
+    })
+}
+
+/// Streak statistics from (length -> number of streaks).
+fn streak_summary(lengths: &BTreeMap<u64, u64>) -> StreakSummary {
+    let total_ple: u64 = lengths.iter().map(|(l, n)| l * n).sum();
+    let mut cdf = Vec::with_capacity(lengths.len());
+    let (mut acc, mut median) = (0u64, 0u64);
+    for (&l, &n) in lengths {
+        acc += l * n;
+        if median == 0 && acc * 2 >= total_ple {
+            median = l;
+        }
+        cdf.push((l, acc as f64 / total_ple as f64));
+    }
+    let ge53: u64 = lengths.range(53..).map(|(l, n)| l * n).sum();
+    StreakSummary {
+        count: lengths.values().sum(),
+        median,
+        max: lengths.keys().next_back().copied().unwrap_or(0),
+        ge53_frac: if total_ple == 0 { 0.0 } else { ge53 as f64 / total_ple as f64 },
+        cdf,
     }
 }
 

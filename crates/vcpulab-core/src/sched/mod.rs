@@ -111,6 +111,27 @@ impl<'a> SchedCtx<'a> {
     }
 }
 
+/// A directed yield (Linux `yield_to`): the vCPU `from`, running on `from_cpu`, asks that
+/// `target` run instead. KVM's PLE handler issues these.
+#[derive(Clone, Copy, Debug)]
+pub struct YieldRequest {
+    pub from: TaskId,
+    pub from_cpu: CpuId,
+    pub target: TaskId,
+    /// Fix (b): honour the boost even against per-vCPU fairness; charge the spinner.
+    pub ignore_vcpu_fairness: bool,
+    /// Fix (c): move the target to the spinner's run queue.
+    pub migrate_to_yielder: bool,
+}
+
+/// What `yield_to` returned (Linux: 1, 0, -ESRCH).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum YieldResult {
+    Yielded,
+    Failed,
+    NoSuchTarget,
+}
+
 /// The ops table. One implementation per file in this folder.
 pub trait Scheduler {
     fn init(&mut self, ctx: &mut SchedCtx);
@@ -119,6 +140,10 @@ pub trait Scheduler {
     fn pick_next(&mut self, ctx: &mut SchedCtx, cpu: CpuId, prev: Option<TaskId>) -> Option<TaskId>;
     fn timer(&mut self, ctx: &mut SchedCtx, cpu: CpuId);
     fn global_timer(&mut self, _ctx: &mut SchedCtx) {}
+    /// Directed yield. Schedulers without it fail every request (returns 0 in Linux terms).
+    fn yield_to(&mut self, _ctx: &mut SchedCtx, _req: YieldRequest) -> YieldResult {
+        YieldResult::Failed
+    }
     /// Counters, one per decision branch, as (name, value) in a fixed order.
     fn counters(&self) -> Vec<(&'static str, u64)>;
 }

@@ -1,0 +1,371 @@
+//! The guest programs, emitted as x86-64 machine code for 64-bit long mode at CPL3.
+//!
+//! Register conventions on entry (set by the harness with `KVM_SET_REGS`):
+//! - `rbp` = [`GLOBAL`]: start barrier and stop flag, shared by all vCPUs;
+//! - `rbx` = the vCPU's group area ([`group_addr`]): the lock / barrier of its workload;
+//! - `r8`  = the vCPU's slot ([`slot_addr`]): parameters in, results out;
+//! - `rdi` = the vCPU's sample buffer ([`samples_addr`]).
+//!
+//! In the programs: `rsi` counts completed operations, `r9` spin iterations, `r10` PLE
+//! exits, `r11` the spins of the current wait, `r12` critical-section loops, `r13`
+//! non-critical (compute) loops, `r14` the PLE window (spins; `u64::MAX` = off), `r15` the
+//! barrier's local sense.
+//!
+//! Every program: loads its parameters, meets all vCPUs at an in-guest start barrier,
+//! stamps the TSC, loops until the host sets the stop flag, stamps the TSC again, stores
+//! its results and exits with `out PORT_DONE`. The measured loops make no exits, except
+//! the user-space PLE exit (`out PORT_PLE`) when a spin exceeds the window, and the
+//! blocking exits that *are* the measurement in the wake-up and timer programs.
+
+use crate::asm::{m, Asm, AsmError, Cond, Label, Reg::*};
+
+/// Guest-physical layout. Memory is identity-mapped, so these are also the guest's
+/// virtual addresses.
+pub const MEM_SIZE: u64 = 32 << 20;
+pub const GDT: u64 = 0x500;
+pub const PML4: u64 = 0x1000;
+pub const PDPT: u64 = 0x2000;
+pub const PD: u64 = 0x3000;
+pub const TSS: u64 = 0x9000;
+pub const CODE: u64 = 0x10000;
+pub const CODE_MAX: usize = 0x10000;
+pub const GLOBAL: u64 = 0x100000;
+pub const GROUPS: u64 = 0x101000;
+pub const GROUP_SIZE: u64 = 0x1000;
+pub const MAX_GROUPS: usize = 64;
+pub const SLOTS: u64 = 0x200000;
+pub const SLOT_SIZE: u64 = 0x1000;
+pub const MAX_VCPUS: usize = 64;
+/// Steal-time records (`struct kvm_steal_time`, 64 bytes, 64-byte aligned).
+pub const STEAL: u64 = 0x280000;
+pub const SAMPLES: u64 = 0x300000;
+/// Per vCPU: 0x40000 bytes = 32768 samples.
+pub const SAMPLES_SIZE: u64 = 0x40000;
+pub const MAX_SAMPLES: usize = (SAMPLES_SIZE / 8) as usize;
+
+// GLOBAL offsets (separate cache lines)
+pub const G_ARRIVED: i32 = 0x00;
+pub const G_STOP: i32 = 0x40;
+pub const G_NTOTAL: i32 = 0x80;
+
+// group offsets
+pub const L_WORD: i32 = 0x00; // TAS lock word, ticket "next"
+pub const L_OWNER: i32 = 0x40; // ticket "owner" (now serving)
+pub const B_COUNT: i32 = 0x80; // barrier arrivals in this round
+pub const B_SENSE: i32 = 0xC0; // barrier global sense
+pub const B_N: i32 = 0x100; // participants
+
+// slot offsets: parameters
+pub const P_NCS: i32 = 0x00; // loops of non-critical compute per op
+pub const P_CS: i32 = 0x08; // loops inside the critical section
+pub const P_PLE: i32 = 0x10; // PLE window in spins (u64::MAX = off)
+pub const P_SLEEP: i32 = 0x18; // timer program: TSC ticks to sleep
+pub const P_SAMPLES_END: i32 = 0x20; // end of the sample buffer
+// slot offsets: results
+pub const R_TSTART: i32 = 0x40;
+pub const R_TEND: i32 = 0x48;
+pub const R_OPS: i32 = 0x50;
+pub const R_SPINS: i32 = 0x58;
+pub const R_PLE: i32 = 0x60;
+pub const R_SAMPLES: i32 = 0x68; // end pointer of the samples written
+/// Host/guest handshake word: the host's TSC stamp at the wake-up (wake program) or the
+/// guest's deadline (timer program).
+pub const R_STAMP: i32 = 0x80;
+
+/// Exit ports.
+pub const PORT_DONE: u8 = 0x20;
+pub const PORT_PLE: u8 = 0x21;
+pub const PORT_HALT: u8 = 0x22;
+pub const PORT_SLEEP: u8 = 0x23;
+
+pub fn group_addr(g: usize) -> u64 {
+    GROUPS + g as u64 * GROUP_SIZE
+}
+pub fn slot_addr(v: usize) -> u64 {
+    SLOTS + v as u64 * SLOT_SIZE
+}
+pub fn samples_addr(v: usize) -> u64 {
+    SAMPLES + v as u64 * SAMPLES_SIZE
+}
+pub fn steal_addr(v: usize) -> u64 {
+    STEAL + v as u64 * 64
+}
+
+/// The guest programs, mirroring the simulator's `program` ops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Program {
+    /// `compute`: a loop of `ncs` iterations is one op.
+    Compute,
+    /// `lock` kind `tas`: test-and-test-and-set with PAUSE.
+    Tas,
+    /// `lock` kind `ticket`: ticket lock with PAUSE.
+    Ticket,
+    /// `ipi` targets all: a sense-reversing all-vCPU barrier (everyone waits for everyone's
+    /// acknowledgement).
+    Barrier,
+    /// `io`: halt (a blocking exit); the harness wakes the vCPU after the latency; the
+    /// sample is guest TSC on resumption minus the host's TSC at the wake-up.
+    Wake,
+    /// `sleep`: arm a TSC deadline and block; the sample is guest TSC on resumption minus
+    /// the deadline.
+    Timer,
+    /// No workload: finish right after the start barrier.
+    Idle,
+}
+
+impl Program {
+    pub const ALL: [Program; 7] =
+        [Program::Compute, Program::Tas, Program::Ticket, Program::Barrier, Program::Wake, Program::Timer, Program::Idle];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Program::Compute => "compute",
+            Program::Tas => "tas",
+            Program::Ticket => "ticket",
+            Program::Barrier => "barrier",
+            Program::Wake => "wake",
+            Program::Timer => "timer",
+            Program::Idle => "idle",
+        }
+    }
+}
+
+/// The assembled code and each program's entry offset (from [`CODE`]).
+pub struct GuestCode {
+    pub code: Vec<u8>,
+    pub entries: Vec<(Program, usize)>,
+}
+
+impl GuestCode {
+    pub fn entry(&self, p: Program) -> u64 {
+        CODE + self.entries.iter().find(|e| e.0 == p).expect("every program is assembled").1 as u64
+    }
+}
+
+/// Assembles every program.
+pub fn assemble() -> Result<GuestCode, AsmError> {
+    let mut a = Asm::new();
+    let mut entries = Vec::new();
+    for p in Program::ALL {
+        entries.push((p, a.pos()));
+        emit(&mut a, p);
+    }
+    let code = a.finish()?;
+    assert!(code.len() <= CODE_MAX);
+    Ok(GuestCode { code, entries })
+}
+
+fn emit(a: &mut Asm, p: Program) {
+    let done = a.label();
+    prologue(a, done);
+    match p {
+        Program::Compute => {
+            let top = a.label();
+            a.bind(top);
+            a.delay(R13);
+            a.inc(Rsi);
+            stop_or(a, top, done);
+        }
+        Program::Tas => {
+            let (top, try_, spin, got) = (a.label(), a.label(), a.label(), a.label());
+            a.bind(top);
+            a.delay(R13);
+            a.xor(R11, R11);
+            a.bind(try_);
+            a.mov_imm(Rax, 1);
+            a.xchg(m(Rbx, L_WORD), Rax); // test-and-set
+            a.test(Rax, Rax);
+            a.jcc(Cond::E, got);
+            a.bind(spin); // test: spin reading until the word looks free
+            a.pause();
+            spin_check(a, done);
+            a.cmp_mem_imm(m(Rbx, L_WORD), 0);
+            a.jcc(Cond::Ne, spin);
+            a.jmp(try_);
+            a.bind(got);
+            a.delay(R12); // critical section
+            a.inc(Rsi);
+            a.store_imm(m(Rbx, L_WORD), 0); // release
+            stop_or(a, top, done);
+        }
+        Program::Ticket => {
+            let (top, wait, got) = (a.label(), a.label(), a.label());
+            a.bind(top);
+            a.delay(R13);
+            a.xor(R11, R11);
+            a.mov_imm(Rax, 1);
+            a.lock_xadd(m(Rbx, L_WORD), Rax); // rax = my ticket
+            a.bind(wait);
+            a.cmp_load(Rax, m(Rbx, L_OWNER));
+            a.jcc(Cond::E, got);
+            a.pause();
+            spin_check(a, done);
+            a.jmp(wait);
+            a.bind(got);
+            a.delay(R12);
+            a.inc(Rsi);
+            a.inc_mem(m(Rbx, L_OWNER)); // release: only the holder writes `owner`
+            stop_or(a, top, done);
+        }
+        Program::Barrier => {
+            let (top, wait, passed) = (a.label(), a.label(), a.label());
+            a.xor(R15, R15);
+            a.bind(top);
+            a.delay(R13);
+            a.xor(R11, R11);
+            a.xor_imm8(R15, 1); // local sense flips each round
+            a.mov_imm(Rax, 1);
+            a.lock_xadd(m(Rbx, B_COUNT), Rax);
+            a.inc(Rax);
+            a.cmp_load(Rax, m(Rbx, B_N));
+            a.jcc(Cond::Ne, wait);
+            a.store_imm(m(Rbx, B_COUNT), 0); // the last to arrive resets and releases
+            a.store(m(Rbx, B_SENSE), R15);
+            a.jmp(passed);
+            a.bind(wait);
+            a.cmp_load(R15, m(Rbx, B_SENSE));
+            a.jcc(Cond::E, passed);
+            a.pause();
+            spin_check(a, done);
+            a.jmp(wait);
+            a.bind(passed);
+            a.inc(Rsi);
+            stop_or(a, top, done);
+        }
+        Program::Wake | Program::Timer => {
+            let (top, full) = (a.label(), a.label());
+            a.bind(top);
+            a.delay(R13);
+            if p == Program::Timer {
+                a.rdtsc64();
+                a.add_load(Rax, m(R8, P_SLEEP));
+                a.store(m(R8, R_STAMP), Rax); // the deadline
+                a.out(PORT_SLEEP);
+            } else {
+                a.out(PORT_HALT);
+            }
+            a.rdtsc64();
+            a.sub_load(Rax, m(R8, R_STAMP)); // latency in TSC ticks
+            a.cmp_load(Rdi, m(R8, P_SAMPLES_END));
+            a.jcc(Cond::Ae, full);
+            a.store(m(Rdi, 0), Rax);
+            a.add_imm(Rdi, 8);
+            a.bind(full);
+            a.inc(Rsi);
+            stop_or(a, top, done);
+        }
+        Program::Idle => {
+            a.jmp(done);
+        }
+    }
+    epilogue(a, done);
+}
+
+/// Loads the parameters, zeroes the counters, meets everyone at the start barrier and
+/// stamps the start time.
+fn prologue(a: &mut Asm, done: Label) {
+    a.load(R12, m(R8, P_CS));
+    a.load(R13, m(R8, P_NCS));
+    a.load(R14, m(R8, P_PLE));
+    a.xor(Rsi, Rsi);
+    a.xor(R9, R9);
+    a.xor(R10, R10);
+    a.lock_inc_mem(m(Rbp, G_ARRIVED));
+    let (wait, go) = (a.label(), a.label());
+    a.load(Rax, m(Rbp, G_NTOTAL));
+    a.bind(wait);
+    a.cmp_load(Rax, m(Rbp, G_ARRIVED));
+    a.jcc(Cond::E, go);
+    a.pause();
+    a.cmp_mem_imm(m(Rbp, G_STOP), 0); // aborted before the start
+    a.jcc(Cond::Ne, done);
+    a.jmp(wait);
+    a.bind(go);
+    a.rdtsc64();
+    a.store(m(R8, R_TSTART), Rax);
+}
+
+/// Inside a spin: count it, leave if the host said stop, and take the PLE exit when the
+/// current wait has spun `r14` times.
+fn spin_check(a: &mut Asm, done: Label) {
+    let cont = a.label();
+    a.inc(R9);
+    a.cmp_mem_imm(m(Rbp, G_STOP), 0);
+    a.jcc(Cond::Ne, done);
+    a.inc(R11);
+    a.cmp(R11, R14);
+    a.jcc(Cond::B, cont);
+    a.xor(R11, R11);
+    a.inc(R10);
+    a.out(PORT_PLE);
+    a.bind(cont);
+}
+
+/// `if stop == 0 goto top; goto done`.
+fn stop_or(a: &mut Asm, top: Label, done: Label) {
+    a.cmp_mem_imm(m(Rbp, G_STOP), 0);
+    a.jcc(Cond::E, top);
+    a.jmp(done);
+}
+
+/// Stamps the end time, stores the counters and exits with `out PORT_DONE`. A guest that
+/// is resumed after that hits `hlt`, which faults at CPL3 (a shutdown exit).
+fn epilogue(a: &mut Asm, done: Label) {
+    a.bind(done);
+    a.rdtsc64();
+    a.store(m(R8, R_TEND), Rax);
+    a.store(m(R8, R_OPS), Rsi);
+    a.store(m(R8, R_SPINS), R9);
+    a.store(m(R8, R_PLE), R10);
+    a.store(m(R8, R_SAMPLES), Rdi);
+    a.out(PORT_DONE);
+    a.hlt();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_program_assembles_with_distinct_entries() {
+        let g = assemble().unwrap();
+        assert_eq!(g.entries.len(), Program::ALL.len());
+        let mut offs: Vec<usize> = g.entries.iter().map(|e| e.1).collect();
+        offs.dedup();
+        assert_eq!(offs.len(), Program::ALL.len());
+        assert!(g.code.len() < CODE_MAX);
+        // every program ends with `out PORT_DONE, al; hlt`
+        let done = [0xE6, PORT_DONE, 0xF4];
+        assert_eq!(g.code.windows(3).filter(|w| *w == done).count(), Program::ALL.len());
+    }
+
+    #[test]
+    fn measured_loops_exit_only_where_intended() {
+        // Count `out` instructions (E6 xx) per program: compute/idle only DONE; lock and
+        // barrier programs DONE + PLE; wake and timer DONE + their blocking exit.
+        let g = assemble().unwrap();
+        let mut bounds: Vec<(Program, usize)> = g.entries.clone();
+        bounds.push((Program::Idle, g.code.len()));
+        for w in bounds.windows(2) {
+            let body = &g.code[w[0].1..w[1].1];
+            let ports: Vec<u8> = body.windows(2).filter(|b| b[0] == 0xE6 && b[1] >= 0x20 && b[1] <= 0x23).map(|b| b[1]).collect();
+            let want: &[u8] = match w[0].0 {
+                Program::Compute | Program::Idle => &[PORT_DONE],
+                Program::Tas | Program::Ticket | Program::Barrier => &[PORT_PLE, PORT_DONE],
+                Program::Wake => &[PORT_HALT, PORT_DONE],
+                Program::Timer => &[PORT_SLEEP, PORT_DONE],
+            };
+            assert_eq!(ports, want, "{:?}", w[0].0);
+        }
+    }
+
+    #[test]
+    fn layout_regions_do_not_overlap() {
+        assert!(CODE + CODE_MAX as u64 <= GLOBAL);
+        assert!(group_addr(MAX_GROUPS) <= SLOTS);
+        assert!(slot_addr(MAX_VCPUS) <= STEAL);
+        assert!(steal_addr(MAX_VCPUS) <= SAMPLES);
+        assert!(samples_addr(MAX_VCPUS) <= MEM_SIZE);
+    }
+}
