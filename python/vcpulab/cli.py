@@ -281,6 +281,10 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--list", action="store_true", help="list the experiments and their cases; run nothing")
     x.add_argument("--no-progress", action="store_true", help="no progress bar (default: shown on a terminal)")
     x.set_defaults(func=cmd_reproduce)
+
+    from . import commands  # sweep, query, compare, report, trace; run --trace, reproduce --out
+
+    commands.register(sub)
     return p
 
 
