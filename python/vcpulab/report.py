@@ -1,0 +1,441 @@
+"""``vcpulab report DIR``: one self-contained HTML page with plots (no network, no CDN).
+
+DIR may be a sweep's results (``runs.parquet``/``runs/``), a single run's ``--out`` folder
+(``summary.json``) or a ``reproduce --out`` folder (``reproduce.json``); a folder holding
+several gets a section for each. Plots are matplotlib SVGs embedded as data URIs.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+import os
+from collections.abc import Sequence
+from typing import Any, Optional
+
+from ._native import ScenarioError
+from . import stats
+
+MAX_LINES = 10
+
+PAGE_SCRIPT = """
+(function () {
+  var errors = 0;
+  window.addEventListener('error', function () { errors++; document.body.dataset.errors = errors; }, true);
+  window.addEventListener('load', function () {
+    var imgs = document.querySelectorAll('figure.plot img');
+    var ok = 0;
+    for (var i = 0; i < imgs.length; i++) {
+      var r = imgs[i].getBoundingClientRect();
+      if (imgs[i].complete && imgs[i].naturalWidth > 0 && r.width > 0 && r.height > 0) ok++;
+      else imgs[i].closest('figure').classList.add('broken');
+    }
+    document.body.dataset.plots = imgs.length;
+    document.body.dataset.rendered = ok;
+    document.body.dataset.errors = errors;
+  });
+})();
+"""
+
+CSS = """
+body { font: 15px/1.45 system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif; margin: 0 auto;
+       max-width: 1100px; padding: 1.5em; color: #1d1d1f; }
+h1 { font-size: 1.6em; margin-bottom: .2em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; }
+.meta { color: #555; } code { background: #f4f4f4; padding: 0 .25em; border-radius: 3px; }
+.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(480px, 1fr)); gap: 1em; }
+figure.plot { margin: 0; border: 1px solid #e3e3e3; border-radius: 6px; padding: .5em; background: #fff; }
+figure.plot img { width: 100%; height: auto; display: block; }
+figure.broken { outline: 3px solid #d00; }
+figcaption { font-size: .85em; color: #555; margin-top: .3em; }
+table { border-collapse: collapse; margin: .8em 0; font-size: .9em; }
+th, td { border: 1px solid #ddd; padding: .25em .6em; text-align: right; }
+th { background: #f6f6f6; } td.l, th.l { text-align: left; }
+.bad { color: #b00; } .ok { color: #070; }
+"""
+
+
+# ------------------------------------------------------------------------- helpers
+
+
+def _mpl() -> Any:
+    try:
+        import matplotlib
+    except ImportError:
+        raise ScenarioError("vcpulab report needs matplotlib: pip install 'vcpulab[report]'") from None
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({
+        "svg.hashsalt": "vcpulab",
+        "figure.dpi": 100,
+        "font.size": 10,
+        "axes.titlesize": 11,
+        "axes.grid": True,
+        "grid.alpha": 0.3,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+    })
+    return plt
+
+
+def _figure(fig: Any, caption: str = "", legend_below: bool = False) -> str:
+    """The figure as an <img> with an SVG data URI, inside <figure class="plot">.
+    ``legend_below``: the axes' legend goes under the plot, outside it."""
+    plt = _mpl()
+    buf = io.StringIO()
+    if legend_below:
+        ax = fig.axes[0]
+        handles, labels = ax.get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
+        fig.tight_layout(rect=(0, 0.9 / fig.get_figheight() * 0.45, 1, 1))
+    else:
+        fig.tight_layout()
+    fig.savefig(buf, format="svg", metadata={"Date": None})
+    plt.close(fig)
+    data = base64.b64encode(buf.getvalue().encode("utf-8")).decode("ascii")
+    title = fig.axes[0].get_title() if fig.axes else ""
+    cap = f"<figcaption>{html.escape(caption)}</figcaption>" if caption else ""
+    return (
+        f'<figure class="plot"><img alt="{html.escape(title)}" src="data:image/svg+xml;base64,{data}">{cap}</figure>'
+    )
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], left: int = 1) -> str:
+    def cell(v: Any) -> str:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return "–"
+        if isinstance(v, float):
+            return f"{v:.4g}"
+        return html.escape(str(v))
+
+    th = "".join(f'<th class="{"l" if i < left else ""}">{html.escape(h)}</th>' for i, h in enumerate(headers))
+    body = "".join(
+        "<tr>" + "".join(f'<td class="{"l" if i < left else ""}">{cell(v)}</td>' for i, v in enumerate(r)) + "</tr>"
+        for r in rows
+    )
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def unit_of(metric: str, df: Any = None) -> str:
+    """A readable unit for a metric column name."""
+    leaf = metric.rsplit(".", 1)[-1]
+    if ".latency_ms." in f".{metric}" or metric.endswith("_ms"):
+        return "requests" if leaf == "count" else "ms"
+    if leaf.endswith("_s"):
+        return "s"
+    if leaf in ("cpu_share", "utilization"):
+        return "fraction of host CPU"
+    if leaf == "jain_vm":
+        return "Jain index, 1 = fair"
+    if leaf == "throughput":
+        if df is not None and f"{metric}_unit" in df:
+            units = [u for u in df[f"{metric}_unit"].dropna().unique()]
+            if len(units) == 1:
+                return str(units[0])
+        return "per s"
+    return "count"
+
+
+def _label(metric: str, df: Any = None) -> str:
+    return f"{metric} ({unit_of(metric, df)})"
+
+
+# --------------------------------------------------------------------------- sweep
+
+
+def _is_numeric(series: Any) -> bool:
+    return series.dtype.kind in "iuf"
+
+
+def _sweep_section(out_dir: str) -> str:
+    import pandas as pd
+
+    from .sweep import MANIFEST, build_tables, read_record
+
+    manifest: dict[str, Any] = {}
+    mpath = os.path.join(out_dir, MANIFEST)
+    if os.path.exists(mpath):
+        with open(mpath, encoding="utf-8") as f:
+            manifest = json.load(f)
+    columns: list[str] = manifest.get("columns", [])
+    ppath = os.path.join(out_dir, "runs.parquet")
+    if os.path.exists(ppath):
+        df = pd.read_parquet(ppath)
+    else:
+        rdir = os.path.join(out_dir, "runs")
+        records = [r for r in (read_record(os.path.join(rdir, n)) for n in sorted(os.listdir(rdir))) if r]
+        if not columns and records:
+            columns = list(records[0]["axes"])
+        df, _ = build_tables(records, columns)
+    if not columns:
+        columns = [c for c in df.columns if c not in ("run_id", "status", "error") and not c.startswith(("vm.", "host.", "fairness.")) and c != "events"]
+    ok = df[df["status"] == "ok"]
+    failed = df[df["status"] != "ok"]
+    name = manifest.get("name") or os.path.basename(os.path.abspath(out_dir))
+    parts = [f"<h2>Sweep: {html.escape(str(name))}</h2>"]
+    axes_desc = ", ".join(f"<code>{html.escape(c)}</code> ({df[c].nunique()} values)" for c in columns)
+    parts.append(
+        f'<p class="meta">{len(df)} runs ({len(ok)} ok, {len(failed)} failed'
+        + (f", {manifest['runs'] - len(df)} not run yet" if manifest.get("runs", len(df)) > len(df) else "")
+        + f"); axes: {axes_desc}. Points are means over seeds; bands are 95% confidence intervals (Student t).</p>"
+    )
+    if len(failed):
+        rows = [[r["run_id"], ", ".join(f"{c}={r[c]}" for c in columns), r["error"]] for _, r in failed.head(20).iterrows()]
+        parts.append("<h3>Failed runs</h3>" + _table(["run", "axes", "error"], rows, left=3))
+    if ok.empty:
+        parts.append("<p>No successful runs to plot.</p>")
+        return "\n".join(parts)
+
+    varying = [c for c in columns if c != "seed" and ok[c].nunique() > 1]
+    numeric = [c for c in varying if _is_numeric(ok[c])]
+    x = numeric[0] if numeric else (varying[0] if varying else None)
+    hue: list[str] = []
+    if x is not None:
+        for c in varying:
+            if c == x:
+                continue
+            if ok.groupby(x)[c].nunique().max() <= 1:  # moves with x (a zip partner): not a line of its own
+                continue
+            hue.append(c)
+        hue.sort(key=lambda c: _is_numeric(ok[c]))  # non-numeric axes (scheduler.name) first
+    metrics = _sweep_metrics(ok)
+    by = ([x] if x else []) + hue
+    agg = stats.aggregate(ok, by, metrics)
+    nseeds = int(ok.groupby(by).size().max()) if by else len(ok)
+    plots = []
+    if x is None:
+        rows = []
+        for m in metrics:
+            e = stats.mean_ci(ok[m])
+            rows.append([m, unit_of(m, ok), e.mean, e.lo, e.hi, e.n])
+        parts.append(_table(["metric", "unit", "mean", "95% CI low", "95% CI high", "runs"], rows, left=2))
+        return "\n".join(parts)
+    for m in metrics:
+        plots.append(_line_plot(agg, ok, x, hue, m, nseeds))
+    parts.append('<div class="grid">' + "".join(plots) + "</div>")
+    # The numbers behind the plots.
+    rows = []
+    for _, r in agg.iterrows():
+        for m in metrics[:4]:
+            rows.append([*(r[c] for c in by), m, r[f"{m}.mean"], r[f"{m}.ci_lo"], r[f"{m}.ci_hi"], r[f"{m}.n"]])
+    parts.append(f"<details><summary>Table: means and 95% CIs of the first {min(4, len(metrics))} metrics</summary>"
+                 + _table([*by, "metric", "mean", "CI low", "CI high", "seeds"], rows, left=len(by) + 1) + "</details>")
+    return "\n".join(parts)
+
+
+def _sweep_metrics(ok: Any) -> list[str]:
+    vms = []
+    for c in ok.columns:
+        if c.startswith("vm.") and c.endswith(".cpu_share"):
+            vms.append(c[3 : -len(".cpu_share")])
+    out = []
+    for vm in vms:
+        for leaf in ("latency_ms.p99", "latency_ms.mean", "throughput", "cpu_share", "wait_time_s"):
+            c = f"vm.{vm}.{leaf}"
+            if c in ok and ok[c].notna().any():
+                out.append(c)
+    out += [c for c in ("host.utilization", "fairness.jain_vm", "host.migrations.total") if c in ok and ok[c].notna().any()]
+    return out
+
+
+def _line_plot(agg: Any, ok: Any, x: str, hue: list[str], metric: str, nseeds: int) -> str:
+    plt = _mpl()
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    groups = agg.groupby(hue, sort=True, dropna=False) if hue else [((), agg)]
+    numeric_x = _is_numeric(ok[x])
+    cats = list(dict.fromkeys(agg[x])) if not numeric_x else None
+    n = 0
+    for key, g in groups:
+        if n >= MAX_LINES:
+            break
+        key = key if isinstance(key, tuple) else (key,)
+        g = g.sort_values(x)
+        xs = list(g[x]) if numeric_x else [cats.index(v) for v in g[x]]
+        if len(hue) == 1:
+            label = str(key[0])
+        else:
+            label = ", ".join(f"{h}={k}" for h, k in zip(hue, key)) if hue else "all runs"
+        line = ax.plot(xs, g[f"{metric}.mean"], marker="o", ms=4, lw=1.6, label=label)[0]
+        lo, hi = g[f"{metric}.ci_lo"].astype(float), g[f"{metric}.ci_hi"].astype(float)
+        if lo.notna().any():
+            ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.18, lw=0)
+        n += 1
+    if not numeric_x:
+        ax.set_xticks(range(len(cats)))
+        ax.set_xticklabels([str(c) for c in cats])
+    ax.set_title(f"{metric} vs {x}")
+    ax.set_xlabel(x)
+    ax.set_ylabel(_label(metric, ok))
+    ax.legend(title=", ".join(hue) if hue else None, fontsize=8, title_fontsize=8)
+    return _figure(fig, f"mean of up to {nseeds} seeds per point; shaded: 95% CI")
+
+
+# ----------------------------------------------------------------------------- run
+
+
+def _run_section(out_dir: str) -> str:
+    plt = _mpl()
+    with open(os.path.join(out_dir, "summary.json"), encoding="utf-8") as f:
+        s = json.load(f)
+    vms = s["vms"]
+    names = [v["name"] for v in vms]
+    measured = s["duration_s"] - s.get("warmup_s", 0)
+    parts = [
+        f"<h2>Run: {html.escape(str(s.get('scenario')))}</h2>",
+        f'<p class="meta">scheduler <code>{html.escape(str(s.get("scheduler")))}</code>, seed {s.get("seed")}, '
+        f"{s['host']['pcpus']} pCPUs, {measured:g} s measured (after {s.get('warmup_s', 0):g} s warm-up), "
+        f"{s.get('events')} events; host utilization {100 * s['host']['utilization']:.1f}%, "
+        f"Jain fairness over VMs {s['fairness']['jain_vm']:.3f}.</p>",
+    ]
+    plots = []
+    # CPU share per VM.
+    fig, ax = plt.subplots(figsize=(6.4, 1.6 + 0.4 * len(vms)))
+    shares = [100 * v["cpu_share"] for v in vms]
+    bars = ax.barh(names, shares, color="#4C72B0", label="CPU share")
+    ax.bar_label(bars, labels=[f"{x:.1f}%" for x in shares], padding=3, fontsize=8)
+    ax.set_xlim(0, max(100.0, max(shares)) * 1.12)
+    ax.invert_yaxis()
+    ax.set_title("CPU share per VM")
+    ax.set_xlabel("share of host CPU time (%)")
+    plots.append(_figure(fig, legend_below=True, caption="pCPU time held by each VM's vCPUs over the measured interval (the summary has no time series)"))
+    # Where each VM's vCPU time went.
+    fig, ax = plt.subplots(figsize=(6.4, 1.6 + 0.4 * len(vms)))
+    left = [0.0] * len(vms)
+    for key, label, color in (("cpu_time_s", "running", "#4C72B0"), ("wait_time_s", "waiting (runnable)", "#DD8452"),
+                              ("halted_time_s", "halted", "#BBBBBB")):
+        vals = [v[key] for v in vms]
+        ax.barh(names, vals, left=left, label=label, color=color)
+        left = [a + b for a, b in zip(left, vals)]
+    ax.invert_yaxis()
+    ax.set_title("vCPU time per VM: running, waiting, halted")
+    ax.set_xlabel("vCPU-seconds (s)")
+    plots.append(_figure(fig, legend_below=True, caption="summed over each VM's vCPUs; waiting = runnable but not running (steal time)"))
+    # Latency.
+    lat = [(v["name"], v["latency_ms"]) for v in vms if v.get("latency_ms")]
+    if lat:
+        fig, ax = plt.subplots(figsize=(6.4, 3.6))
+        qs = ["mean", "p50", "p90", "p99", "max"]
+        width = 0.8 / len(lat)
+        for i, (name, l) in enumerate(lat):
+            xs = [j + (i - (len(lat) - 1) / 2) * width for j in range(len(qs))]
+            ax.bar(xs, [l.get(q) or 0 for q in qs], width=width, label=f"{name} ({l.get('count', 0)} requests)")
+        ax.set_xticks(range(len(qs)))
+        ax.set_xticklabels(qs)
+        ax.set_title("Request latency per VM")
+        ax.set_xlabel("statistic")
+        ax.set_ylabel("latency (ms)")
+        ax.legend(fontsize=8)
+        plots.append(_figure(fig, "arrival to response; percentiles within 0.8% (log-linear histogram)"))
+    # Migrations by distance.
+    mig = s["host"]["migrations"]
+    kinds = ["smt_sibling", "same_socket", "other_socket", "other_numa"]
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    per_vm = {v["name"]: [sum(c["migrations"].get(k, 0) for c in v["vcpus"]) for k in kinds] for v in vms}
+    bottom = [0] * len(kinds)
+    for name, counts in per_vm.items():
+        ax.bar(kinds, counts, bottom=bottom, label=name)
+        bottom = [a + b for a, b in zip(bottom, counts)]
+    if not any(bottom):
+        ax.set_ylim(0, 1)
+        ax.text(1.5, 0.5, "no migrations in this run", ha="center", va="center", color="#555")
+    ax.set_title(f"vCPU migrations by distance (total {mig.get('total', 0)})")
+    ax.set_xlabel("distance between the old and the new pCPU")
+    ax.set_ylabel("migrations (count)")
+    ax.legend(fontsize=8, title="VM", title_fontsize=8)
+    plots.append(_figure(fig, "stacked by VM"))
+    parts.append('<div class="grid">' + "".join(plots) + "</div>")
+    rows = []
+    for v in vms:
+        l = v.get("latency_ms") or {}
+        rows.append([v["name"], v["vcpu_count"], v["cpu_share"], v["cpu_time_s"], v["wait_time_s"], v["halted_time_s"],
+                     v["spin_time_s"], v.get("throughput"), v.get("throughput_unit") or "", l.get("p99")])
+    parts.append(_table(["VM", "vCPUs", "CPU share", "CPU s", "wait s", "halted s", "spin s", "throughput", "unit",
+                         "p99 ms"], rows, left=1))
+    return "\n".join(parts)
+
+
+# ----------------------------------------------------------------------- reproduce
+
+
+def _reproduce_section(out_dir: str) -> str:
+    plt = _mpl()
+    with open(os.path.join(out_dir, "reproduce.json"), encoding="utf-8") as f:
+        doc = json.load(f)
+    rows, exps = (doc, []) if isinstance(doc, list) else (doc["rows"], doc.get("experiments", []))
+    by_id = {e["id"]: e for e in exps}
+    order = list(dict.fromkeys(r["experiment"] for r in rows))
+    parts = ["<h2>Reproductions: the paper's numbers beside vcpulab's</h2>"]
+    for exp_id in order:
+        e = by_id.get(exp_id, {"id": exp_id, "title": exp_id})
+        er = [r for r in rows if r["experiment"] == exp_id]
+        unit = er[0].get("unit", "")
+        metric = er[0].get("metric", "")
+        tol = e.get("tolerance")
+        parts.append(f"<h3>{html.escape(exp_id)}: {html.escape(e.get('title', ''))}</h3>")
+        if e.get("source"):
+            parts.append(f'<p class="meta">source: {html.escape(e["source"])}</p>')
+        fig, ax = plt.subplots(figsize=(10, 4.2))
+        cases = [r["case"] for r in er]
+        xs = list(range(len(cases)))
+        ax.bar([x - 0.2 for x in xs], [r["paper"] if r["paper"] is not None else 0 for r in er], width=0.4,
+               label="paper", color="#999999")
+        ax.bar([x + 0.2 for x in xs], [r["sim"] for r in er], width=0.4, label="vcpulab", color="#4C72B0")
+        ax.set_xticks(xs)
+        ax.set_xticklabels(cases, rotation=30, ha="right", fontsize=8)
+        ax.set_title(f"{exp_id}: {metric}, paper vs vcpulab")
+        ax.set_ylabel(f"{metric} ({unit})")
+        ax.set_xlabel("case")
+        ax.legend(fontsize=8)
+        parts.append(_figure(fig, f"{len(er)} cases" + (f"; tolerance {100 * tol:g}%" if tol is not None else "")))
+        trs = []
+        for r in er:
+            ratio = r.get("ratio")
+            within = "" if tol is None or ratio is None else ("yes" if abs(ratio - 1) <= tol else "NO")
+            trs.append([r["case"], r["paper"], r["sim"], ratio, within])
+        parts.append(_table(["case", f"paper ({unit})", f"vcpulab ({unit})", "ratio", "within tolerance"], trs))
+    return "\n".join(parts)
+
+
+# ---------------------------------------------------------------------------- page
+
+
+def render(out_dir: str) -> str:
+    """The report page (HTML text) for ``out_dir``."""
+    if not os.path.isdir(out_dir):
+        raise ScenarioError(f"{out_dir}: not a folder")
+    sections = []
+    if os.path.exists(os.path.join(out_dir, "runs.parquet")) or os.path.isdir(os.path.join(out_dir, "runs")):
+        sections.append(_sweep_section(out_dir))
+    if os.path.exists(os.path.join(out_dir, "summary.json")):
+        sections.append(_run_section(out_dir))
+    if os.path.exists(os.path.join(out_dir, "reproduce.json")):
+        sections.append(_reproduce_section(out_dir))
+    if not sections:
+        raise ScenarioError(
+            f"{out_dir}: nothing to report: expected a sweep's results (runs.parquet), a run's --out folder "
+            "(summary.json) or a `reproduce --out` folder (reproduce.json)"
+        )
+    from . import __version__
+
+    title = f"vcpulab report: {os.path.basename(os.path.abspath(out_dir))}"
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{html.escape(title)}</title>"
+        f"<style>{CSS}</style></head>\n<body>\n<h1>{html.escape(title)}</h1>"
+        f'<p class="meta">vcpulab {html.escape(__version__)}; folder <code>{html.escape(os.path.abspath(out_dir))}</code></p>\n'
+        + "\n".join(sections)
+        + f"\n<script>{PAGE_SCRIPT}</script>\n</body></html>\n"
+    )
+
+
+def write_report(out_dir: str, output: Optional[str] = None) -> str:
+    """Writes ``report.html`` (or ``output``) for ``out_dir``; returns its path."""
+    from .sweep import atomic_write_text
+
+    page = render(out_dir)
+    path = output or os.path.join(out_dir, "report.html")
+    atomic_write_text(path, page)
+    return path
