@@ -4,6 +4,7 @@
 >>> res = vcpulab.run("scenario.toml")          # or a dict of the same schema
 >>> res.vms()                                    # pandas DataFrame, one row per VM
 >>> rows = vcpulab.reproduce(["hyperv-root"])    # built-in reproductions
+>>> tr = vcpulab.trace("scenario.toml", window=("1s", "1.1s"))  # Perfetto trace
 
 This module imports neither pandas nor tqdm; they are loaded when first needed.
 """
@@ -20,6 +21,7 @@ from .api import (
     schedulers,
     validate,
 )
+from .tracing import Trace, trace
 
 __version__: str = _native_version()
 
@@ -35,5 +37,7 @@ __all__ = [
     "reproduce_frame",
     "run",
     "schedulers",
+    "trace",
+    "Trace",
     "validate",
 ]

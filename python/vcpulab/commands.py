@@ -174,7 +174,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _write_trace(tr: Any, out: str) -> str:
-    from .trace import describe
+    from .tracing import describe
 
     tr.save(out)
     d = describe(tr.events())
@@ -185,7 +185,7 @@ def _write_trace(tr: Any, out: str) -> str:
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
-    from .trace import trace
+    from .tracing import trace
 
     cli = _cli()
     try:
@@ -204,7 +204,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.trace:
         return cli.cmd_run(args)
     from ._format import summary_text
-    from .trace import trace
+    from .tracing import trace
 
     tr = trace(args.scenario, seed=args.seed)
     result = tr.result

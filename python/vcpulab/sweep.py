@@ -41,8 +41,9 @@ SWEEP_KEYS = ("name", "description", "base", "set", "axes", "zip")
 RUNS_DIR = "runs"
 MANIFEST = "sweep.json"
 
-# Test hook (not an API): ``RUN_ID`` makes the worker running that run die on its first
-# attempt, ``RUN_ID:always`` on every attempt. Lets tests kill a worker deterministically.
+# Test hook (not an API): a comma-separated list; ``RUN_ID`` makes the local worker running
+# that run die on its first attempt, ``RUN_ID:always`` on every attempt. Lets tests kill a
+# worker deterministically.
 _CRASH_ENV = "_VCPULAB_SWEEP_CRASH"
 
 
@@ -241,7 +242,10 @@ def _blame(sweep: Sweep, assign: Mapping[str, Any], err: str) -> str:
     errpath = rest.split(": ", 1)[0]
     for key, value in assign.items():
         if errpath == key or errpath.startswith(key + ".") or errpath.startswith(key + "["):
-            return f"{sweep.path}: axis {json.dumps(key)} = {_fmt_value(value)}: {rest}"
+            others = ", ".join(f"{k} = {_fmt_value(v)}" for k, v in assign.items() if k not in (key, "seed"))
+            return f"{sweep.path}: axis {json.dumps(key)} = {_fmt_value(value)}: {rest}" + (
+                f" (in the run with {others})" if others else ""
+            )
     if not assign:
         return f"{sweep.path}: base {os.path.basename(sweep.base_path)}: {rest}"
     run = ", ".join(f"{k} = {_fmt_value(v)}" for k, v in assign.items())
@@ -289,9 +293,9 @@ def make_record(run_id: str, assign: Mapping[str, Any], summary_json: Optional[s
 def execute(task: Task, attempt: int = 0) -> str:
     """Runs one task; returns its record text. Never raises for a failed simulation."""
     run_id, assign, text, origin = task
-    crash = os.environ.get(_CRASH_ENV)
-    if crash and crash.split(":")[0] == run_id and (attempt == 0 or crash.endswith(":always")):
-        os._exit(86)
+    for crash in filter(None, os.environ.get(_CRASH_ENV, "").split(",")):
+        if crash.split(":")[0] == run_id and (attempt == 0 or crash.endswith(":always")):
+            os._exit(86)
     try:
         summary = _native.run_text(text, origin, "json", None)
     except Exception as e:  # noqa: BLE001 - every failure becomes the run's error

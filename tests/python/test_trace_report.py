@@ -1,0 +1,181 @@
+"""Perfetto traces read back with plain json, and HTML reports rendered in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+
+REPO = Path(__file__).resolve().parents[2]
+OVERCOMMIT = REPO / "scenarios" / "examples" / "overcommit.toml"
+
+
+def check_trace(trace: dict, summary: dict) -> dict:
+    """An independent reader: per-pCPU slices do not overlap; each vCPU's run time adds up
+    to the summary's cpu_time_s (the trace window must be the measured interval)."""
+    events = trace["traceEvents"]
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("ph") == "M" and e["name"] == "thread_name"}
+    per_cpu: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    per_vcpu: dict[tuple[str, int], float] = defaultdict(float)
+    instants: dict[str, int] = defaultdict(int)
+    for e in events:
+        if e["ph"] == "X":
+            assert e["pid"] == 0 and names[(0, e["tid"])] == f"pCPU {e['tid']}"
+            assert e["name"] == f"{e['args']['vm']}/vcpu{e['args']['vcpu']}"
+            assert e["dur"] > 0
+            per_cpu[e["tid"]].append((e["ts"], e["ts"] + e["dur"]))
+            per_vcpu[(e["args"]["vm"], e["args"]["vcpu"])] += e["dur"]
+        elif e["ph"] == "i":
+            assert e["pid"] == 1 and names[(1, e["tid"])] == f"{e['args']['vm']}/vcpu{e['args']['vcpu']}"
+            instants[e["name"]] += 1
+    assert len(per_cpu) <= summary["host"]["pcpus"]
+    for cpu, slices in per_cpu.items():
+        slices.sort()
+        for (s0, e0), (s1, _) in zip(slices, slices[1:]):
+            assert e0 <= s1 + 1e-6, f"pCPU {cpu}: slices overlap: ends {e0} us, next starts {s1} us"
+    for vm in summary["vms"]:
+        for v in vm["vcpus"]:
+            traced_s = per_vcpu.get((vm["name"], v["index"]), 0.0) / 1e6
+            assert traced_s == pytest.approx(v["cpu_time_s"], abs=1e-6), (vm["name"], v["index"])
+    return instants
+
+
+def test_trace_reads_back(tmp_path):
+    import vcpulab
+
+    from vcpulab.sweep import load_toml
+
+    sc = load_toml(str(OVERCOMMIT))
+    sc.update(duration="1s", warmup="200ms")
+    sc["vm"][1].update(vcpus=6)
+    sc["vm"][1]["workload"][0]["threads"] = 6
+    for sched in ("rr", "hyperv-root"):
+        sc["scheduler"] = {"name": sched}
+        tr = vcpulab.trace(sc, seed=3, window=("200ms", "1s"))
+        assert tr.result.summary == vcpulab.run(sc, seed=3).summary  # tracing changes nothing
+        instants = check_trace(json.loads(tr.text), tr.result.summary)
+        assert instants["wake"] > 0 and instants["halt"] > 0 and instants["preempted"] > 0
+        if sched == "hyperv-root":
+            assert instants["migrate"] > 0
+
+
+def test_trace_cli_window_and_run_trace(tmp_path):
+    out = tmp_path / "t.json"
+    res = run_cli("trace", str(OVERCOMMIT), "--seed", "2", "--from", "1s", "--to", "1.25s", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    assert "run slices" in res.stderr and "window 1 s to 1.25 s" in res.stderr
+    events = json.loads(out.read_text())["traceEvents"]
+    timed = [e for e in events if e["ph"] in ("X", "i")]
+    assert timed and all(1e6 - 1e-6 <= e["ts"] and e["ts"] + e.get("dur", 0) <= 1.25e6 + 1e-6 for e in timed)
+    # run --trace: the summary is the plain run's, and the whole run's trace adds up
+    sc = tmp_path / "s.toml"
+    sc.write_text(OVERCOMMIT.read_text().replace('warmup = "500ms"', 'warmup = "0s"').replace('duration = "5s"', 'duration = "500ms"'))
+    t2 = tmp_path / "run.json"
+    a = run_cli("run", str(sc), "--json", "--trace", str(t2))
+    b = run_cli("run", str(sc), "--json")
+    assert a.returncode == 0, a.stderr
+    assert a.stdout == b.stdout
+    check_trace(json.loads(t2.read_text()), json.loads(a.stdout))
+    for bad in (["--from", "1 sec"], ["--from", "2s", "--to", "1s"]):
+        res = run_cli("trace", str(sc), *bad, "--out", str(tmp_path / "x.json"))
+        assert res.returncode == 2 and "vcpulab: error:" in res.stderr
+
+
+# ------------------------------------------------------------------------ reports
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def _dump_dom(chrome: str, page: Path, tmp_path: Path, screenshot: Path | None = None) -> str:
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+             "--disable-component-update", "--no-first-run", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'chrome-profile'}", "--window-size=1200,1600"]
+    if screenshot is not None:
+        subprocess.run([chrome, *flags, f"--screenshot={screenshot}", page.as_uri()],
+                       capture_output=True, timeout=120, check=False)
+    res = subprocess.run([chrome, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    return res.stdout
+
+
+@pytest.fixture(scope="module")
+def report_dirs(tmp_path_factory) -> dict[str, Path]:
+    """A small sweep, a single run and a reproduction, each with its report.html."""
+    tmp = tmp_path_factory.mktemp("reports")
+    (tmp / "overcommit.toml").write_text(OVERCOMMIT.read_text())
+    (tmp / "sweep.toml").write_text("""
+base = "overcommit.toml"
+[set]
+duration = "500ms"
+warmup = "50ms"
+[axes]
+"scheduler.name" = ["rr", "hyperv-root"]
+seed = { range = [1, 4] }
+[zip]
+"vm[1].vcpus" = [2, 4, 8]
+"vm[1].workload[0].threads" = [2, 4, 8]
+""")
+    dirs = {"sweep": tmp / "sweep", "run": tmp / "run", "reproduce": tmp / "repro"}
+    assert run_cli("sweep", str(tmp / "sweep.toml"), "--out", str(dirs["sweep"])).returncode == 0
+    assert run_cli("run", str(OVERCOMMIT), "--out", str(dirs["run"])).returncode == 0
+    r = run_cli("reproduce", "--all", "--out", str(dirs["reproduce"]))
+    assert r.returncode == 0, r.stderr
+    rows = json.loads((dirs["reproduce"] / "reproduce.json").read_text())["rows"]
+    assert rows and {"experiment", "case", "paper", "sim", "ratio"} <= set(rows[0])
+    for d in dirs.values():
+        res = run_cli("report", str(d))
+        assert res.returncode == 0, res.stderr
+        assert (d / "report.html").exists()
+    return dirs
+
+
+def test_report_pages_are_self_contained(report_dirs):
+    for kind, d in report_dirs.items():
+        page = (d / "report.html").read_text(encoding="utf-8")
+        figures = page.count('<figure class="plot">')
+        assert figures >= {"sweep": 8, "run": 4, "reproduce": 1}[kind], kind
+        # nothing is fetched: no src/href to the network, plots are data URIs
+        assert not re.search(r'(?:src|href)\s*=\s*["\']?(?:https?:)?//', page), kind
+        assert page.count('src="data:image/svg+xml;base64,') == figures
+    sweep_page = (report_dirs["sweep"] / "report.html").read_text()
+    assert "vm.web.latency_ms.p99 vs vm[1].vcpus" in sweep_page and "95% CI" in sweep_page
+    assert "CPU share per VM" in (report_dirs["run"] / "report.html").read_text()
+    assert "paper vs vcpulab" in (report_dirs["reproduce"] / "report.html").read_text()
+    res = run_cli("report", str(report_dirs["sweep"] / "runs"))
+    assert res.returncode == 2 and "nothing to report" in res.stderr
+
+
+def test_report_renders_in_headless_chromium(report_dirs, tmp_path):
+    chrome = _chromium()
+    if chrome is None:
+        pytest.skip("no chromium binary on PATH (Debian: apt-get install chromium); the page was not rendered")
+    for kind, d in report_dirs.items():
+        page = d / "report.html"
+        shot = d / "report.png" if kind == "sweep" else None
+        dom = _dump_dom(chrome, page, tmp_path / kind, screenshot=shot)
+        body = re.search(r"<body([^>]*)>", dom)
+        assert body, dom[:500]
+        attrs = dict(re.findall(r'data-(\w+)="([^"]*)"', body.group(1)))
+        figures = dom.count('<figure class="plot">')
+        assert figures > 0
+        # the page's load handler ran (no script error) and every plot image decoded
+        # with a non-empty size
+        assert attrs.get("errors") == "0", (kind, attrs)
+        assert attrs.get("plots") == str(figures), (kind, attrs)
+        assert attrs.get("rendered") == str(figures), (kind, attrs)
+        assert 'class="plot broken"' not in dom
+        if shot is not None:
+            assert shot.exists() and shot.stat().st_size > 20_000
