@@ -20,6 +20,9 @@ fi
 echo "==> Rust tests (cargo test -p vcpulab-core --no-fail-fast)"
 cargo test -p vcpulab-core --no-fail-fast || failed+=("cargo test -p vcpulab-core")
 
+echo "==> Rust tests of the KVM harness (cargo test -p vcpulab-kvm)"
+cargo test -p vcpulab-kvm --no-fail-fast || failed+=("cargo test -p vcpulab-kvm")
+
 echo "==> Python tests (pytest tests/python)"
 "$PYTHON" -m pytest tests/python -q || failed+=("pytest tests/python")
 

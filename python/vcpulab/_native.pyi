@@ -51,3 +51,10 @@ def experiment_scenario(experiment: str) -> str:
 
 def version() -> str:
     """The version of vcpulab-core."""
+
+def kvm_run_json(config: str) -> tuple[bool, str]:
+    """Runs one real-KVM harness configuration (JSON); returns (ok, result or error JSON).
+    Run it in a subprocess (``python -m vcpulab._kvm_worker``): it installs signal handlers."""
+
+def kvm_cgroup_leftovers() -> list[str]:
+    """cgroup directories left by the KVM harness (empty after clean runs)."""

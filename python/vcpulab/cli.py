@@ -285,6 +285,10 @@ def build_parser() -> argparse.ArgumentParser:
     from . import commands  # sweep, query, compare, report, trace; run --trace, reproduce --out
 
     commands.register(sub)
+
+    from .kvm_cli import add_parser as add_kvm_parser
+
+    add_kvm_parser(sub, raw)
     return p
 
 

@@ -113,6 +113,25 @@ fn experiment_scenario(experiment: &str) -> PyResult<String> {
     vcpulab_core::repro::find(experiment).map(|e| e.scenario_text).map_err(to_py)
 }
 
+/// Runs one real-KVM harness configuration (JSON, see vcpulab-kvm's `config::Config`);
+/// returns `(ok, json)`: the result, or `{"error": {"kind", "message"}}`. Releases the GIL.
+/// The harness installs its own SIGINT/SIGTERM handlers and changes host scheduling
+/// settings for the run (restored afterwards), so callers run it in a subprocess
+/// (`python -m vcpulab._kvm_worker`).
+#[pyfunction]
+fn kvm_run_json(py: Python<'_>, config: String) -> (bool, String) {
+    py.allow_threads(move || match vcpulab_kvm::run_json(&config) {
+        Ok(r) => (true, r),
+        Err(e) => (false, e),
+    })
+}
+
+/// cgroup directories left by the KVM harness (empty after clean runs).
+#[pyfunction]
+fn kvm_cgroup_leftovers() -> Vec<String> {
+    vcpulab_kvm::cgroup_leftovers()
+}
+
 #[pyfunction]
 fn version() -> &'static str {
     vcpulab_core::VERSION
@@ -128,6 +147,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(reproduce_case, m)?)?;
     m.add_function(wrap_pyfunction!(experiment_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(kvm_run_json, m)?)?;
+    m.add_function(wrap_pyfunction!(kvm_cgroup_leftovers, m)?)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
     m.add("NotFoundError", m.py().get_type::<NotFoundError>())?;

@@ -1,0 +1,91 @@
+"""The ``vcpulab kvm`` subcommands (run, compare); registered by :mod:`vcpulab.cli`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+KVM_EPILOG = """\
+examples:
+  vcpulab kvm run scenarios/kvm/ticket-4.toml            real KVM guest, 3 repetitions, tables
+  vcpulab kvm run scenarios/kvm/ticket-4.toml --json     the summary JSON
+  vcpulab kvm run X.toml --duration 200ms --repetitions 1 --mode threads
+  vcpulab kvm compare                                    every validation case, real vs simulated
+  vcpulab kvm compare tas ticket-N4 --json               rows {case, metric, unit, real, real_spread, sim}
+  vcpulab kvm compare --list
+
+Needs /dev/kvm (else the guest programs run as host threads, with a notice) and root for
+RT classes, nice < 0 and cgroups. Host settings changed for a run are restored afterwards,
+also on Ctrl-C.
+"""
+
+
+def add_parser(sub: Any, formatter: Any) -> None:
+    k = sub.add_parser("kvm", help="real-KVM harness: run guest microbenchmarks, compare with the simulator",
+                       epilog=KVM_EPILOG, formatter_class=formatter,
+                       description="Run guest programs on real KVM vCPUs under host scheduling policies.")
+    ks = k.add_subparsers(dest="kvm_command", metavar="KVMCOMMAND", title="kvm commands")
+    ks.required = True
+    r = ks.add_parser("run", help="run a KVM scenario", formatter_class=formatter, epilog=KVM_EPILOG)
+    r.add_argument("scenario", metavar="KVMSCENARIO", help="KVM scenario file (TOML; see docs/kvm.md)")
+    r.add_argument("--json", action="store_true", help="print the summary JSON on stdout")
+    r.add_argument("--duration", metavar="D", help="override the scenario's duration (e.g. 200ms)")
+    r.add_argument("--repetitions", type=int, metavar="N", help="override [kvm] repetitions")
+    r.add_argument("--mode", choices=["auto", "kvm", "threads"], help="override [kvm] mode")
+    r.set_defaults(func=cmd_kvm_run)
+    c = ks.add_parser("compare", help="matched real/simulated pairs of the validation cases", formatter_class=formatter,
+                      epilog=KVM_EPILOG)
+    c.add_argument("cases", nargs="*", metavar="CASE", help="case ids or prefixes (default: all; see --list)")
+    c.add_argument("--json", action="store_true", help="print rows as JSON on stdout")
+    c.add_argument("--duration", default="1s", metavar="D", help="real run length (default 1s)")
+    c.add_argument("--repetitions", type=int, default=3, metavar="N", help="real repetitions per case (default 3)")
+    c.add_argument("--mode", choices=["auto", "kvm", "threads"], help="harness mode")
+    c.add_argument("--list", action="store_true", help="list the cases; run nothing")
+    c.set_defaults(func=cmd_kvm_compare)
+
+
+def cmd_kvm_run(args: argparse.Namespace) -> int:
+    from . import kvm
+
+    if args.repetitions is not None and args.repetitions < 1:
+        raise kvm.ScenarioError("--repetitions must be >= 1")
+    s = kvm.run(args.scenario, repetitions=args.repetitions, duration=args.duration, mode=args.mode)
+    if s.get("notice"):
+        sys.stderr.write(f"vcpulab: notice: {s['notice']}\n")
+    if args.json:
+        sys.stdout.write(json.dumps(s, indent=2) + "\n")
+    else:
+        sys.stdout.write(kvm.summary_text(s) + "\n")
+    return 0
+
+
+def cmd_kvm_compare(args: argparse.Namespace) -> int:
+    from . import kvm_compare as kc
+    from ._format import num, table
+
+    chosen = kc.select(args.cases)
+    if args.list:
+        for c in chosen:
+            sys.stdout.write(f"{c['id']}: {', '.join(r[0] for r in c['rows'])}{'  (' + c['note'] + ')' if c['note'] else ''}\n")
+        return 0
+    sched, sim_note = kc.sim_scheduler()
+    sys.stderr.write(f"vcpulab: simulated host: {sim_note}\n")
+    progress = (lambda m: sys.stderr.write(f"  {m}\n")) if sys.stderr.isatty() and not args.json else None
+    rows = []
+    for c in chosen:
+        rows.extend(kc.run_case(c, sched, sim_note, args.duration, args.repetitions, args.mode, progress))
+    if args.json:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return 0
+    body = [[r["case"], r["metric"], r["unit"], num(r["real"], 4), num(r["real_spread"], 2), num(r["sim"], 4), num(r["ratio"], 3)]
+            for r in rows]
+    sys.stdout.write(table(["case", "metric", "unit", "real (median)", "spread", "sim", "sim/real"], body,
+                           right=[False, False, False, True, True, True, True]) + "\n")
+    notes = {r["case"]: r["note"] for r in rows if r["note"]}
+    if notes:
+        sys.stdout.write("\nnotes:\n" + "".join(f"  {k}: {v}\n" for k, v in notes.items()))
+    if any(r["harness"] == "threads" for r in rows):
+        sys.stdout.write("\nnotice: real side ran as host threads (no usable /dev/kvm)\n")
+    return 0
