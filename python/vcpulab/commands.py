@@ -86,15 +86,22 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     cli = _cli()
     progress = not args.no_progress and (args.progress or sys.stderr.isatty())
-    out = run_sweep(
-        args.sweep,
-        out_dir=args.out,
-        engine=args.engine,
-        workers=args.workers,
-        ray_address=args.ray_address,
-        resume=args.resume,
-        progress=progress,
-    )
+    try:
+        out = run_sweep(
+            args.sweep,
+            out_dir=args.out,
+            engine=args.engine,
+            workers=args.workers,
+            ray_address=args.ray_address,
+            resume=args.resume,
+            progress=progress,
+        )
+    except KeyboardInterrupt:
+        from .sweep import default_out
+
+        cli._err(f"vcpulab: the finished runs are recorded in {args.out or default_out(args.sweep)}/runs/; "
+                 "continue with --resume")
+        raise
     rate = f" ({out.ran / out.elapsed_s:.0f} runs/s)" if out.ran and out.elapsed_s > 0 else ""
     cli._out(
         f"sweep: {out.total} runs: {out.ran} ran, {out.skipped} skipped (already done), "

@@ -315,11 +315,14 @@ def worker_loop(stdin: Any = None, stdout: Any = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
-    for line in stdin:
-        task, attempt = json.loads(line)
-        record = execute(tuple(task), attempt)  # type: ignore[arg-type]
-        stdout.write(json.dumps(record).encode("utf-8") + b"\n")
-        stdout.flush()
+    try:
+        for line in stdin:
+            task, attempt = json.loads(line)
+            record = execute(tuple(task), attempt)  # type: ignore[arg-type]
+            stdout.write(json.dumps(record).encode("utf-8") + b"\n")
+            stdout.flush()
+    except (BrokenPipeError, OSError):
+        pass  # the parent went away (interrupted): nothing to report to
 
 
 class _Proc:

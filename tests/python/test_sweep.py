@@ -102,8 +102,9 @@ seed = { range = [1, 30] }
     # leftover temp files are not records
     mtimes = {n: (out / "runs" / n).stat().st_mtime_ns for n in before}
 
-    res = run_cli("sweep", str(sw), "--out", str(out), "--workers", "2", "--resume", timeout=120)
+    res = run_cli("sweep", str(sw), "--out", str(out), "--workers", "2", "--resume", "--progress", timeout=120)
     assert res.returncode == 0, res.stderr
+    assert "240/240" in res.stderr  # the progress bar (tqdm) counts the skipped runs too
     assert f"240 runs: {240 - len(before)} ran, {len(before)} skipped (already done), 0 failed" in res.stdout
     after = run_files(out)
     assert len(after) == 240
