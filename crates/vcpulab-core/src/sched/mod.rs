@@ -18,6 +18,9 @@
 //! Every hook receives `ctx.now`. Hooks never see partially updated engine state: the
 //! engine applies their requests (reschedules, timers) after the hook returns.
 
+pub mod cfs;
+pub mod eevdf;
+pub mod fair;
 pub mod hyperv_root;
 pub mod rr;
 
@@ -183,6 +186,8 @@ pub enum ParamKind {
     Int,
     Float,
     Bool,
+    /// A string, one of these.
+    Choice(&'static [&'static str]),
 }
 
 impl ParamKind {
@@ -192,6 +197,7 @@ impl ParamKind {
             ParamKind::Int => "integer",
             ParamKind::Float => "number",
             ParamKind::Bool => "boolean",
+            ParamKind::Choice(_) => "string",
         }
     }
 }
@@ -213,6 +219,7 @@ impl<'a> Params<'a> {
             ParamKind::Int => toml::Value::Integer(info.default.parse().expect("bad default")),
             ParamKind::Float => toml::Value::Float(info.default.parse().expect("bad default")),
             ParamKind::Bool => toml::Value::Boolean(info.default == "true"),
+            ParamKind::Choice(_) => toml::Value::String(info.default.to_string()),
         }
     }
     pub fn duration(&self, name: &str) -> SimDuration {
@@ -230,6 +237,9 @@ impl<'a> Params<'a> {
     pub fn bool(&self, name: &str) -> bool {
         self.raw(name).as_bool().unwrap()
     }
+    pub fn choice(&self, name: &str) -> String {
+        self.raw(name).as_str().unwrap().to_string()
+    }
 }
 
 /// One registered scheduler.
@@ -243,6 +253,8 @@ pub struct SchedulerEntry {
 pub const REGISTRY: &[SchedulerEntry] = &[
     SchedulerEntry { name: "rr", description: rr::DESCRIPTION, params: rr::PARAMS },
     SchedulerEntry { name: "hyperv-root", description: hyperv_root::DESCRIPTION, params: hyperv_root::PARAMS },
+    SchedulerEntry { name: "cfs", description: cfs::DESCRIPTION, params: cfs::PARAMS },
+    SchedulerEntry { name: "eevdf", description: eevdf::DESCRIPTION, params: eevdf::PARAMS },
 ];
 
 /// Builds the scheduler named in a scenario and hands it to `f` with its static type, so
@@ -258,6 +270,8 @@ pub fn with_scheduler<F: WithScheduler>(name: &str, params: &toml::Table, f: F) 
     match name {
         "rr" => f.call(rr::Rr::new(&p)),
         "hyperv-root" => f.call(hyperv_root::HyperVRoot::new(&p)),
+        "cfs" => f.call(cfs::Cfs::new(&p)),
+        "eevdf" => f.call(eevdf::Eevdf::new(&p)),
         _ => unreachable!("scheduler {name} is registered but not constructible"),
     }
 }
@@ -308,6 +322,12 @@ fn check_param(o: &Owned, info: &ParamInfo) -> Res<()> {
         }
         ParamKind::Bool => {
             o.bool()?;
+        }
+        ParamKind::Choice(allowed) => {
+            let v = o.str()?;
+            if !allowed.contains(&v) {
+                return o.err(format!("{v:?} is not allowed; allowed: {}", allowed.iter().map(|a| format!("{a:?}")).collect::<Vec<_>>().join(", ")));
+            }
         }
     }
     Ok(())
