@@ -242,27 +242,33 @@ def _sweep_metrics(ok: Any) -> list[str]:
 
 
 def _line_plot(agg: Any, ok: Any, x: str, hue: list[str], metric: str, nseeds: int) -> str:
+    """Mean vs a numeric axis with a 95% CI band per line; for a non-numeric axis, grouped
+    bars with 95% CI error bars."""
     plt = _mpl()
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
-    groups = agg.groupby(hue, sort=True, dropna=False) if hue else [((), agg)]
+    groups = list(agg.groupby(hue, sort=True, dropna=False)) if hue else [((), agg)]
+    groups = groups[:MAX_LINES]
     numeric_x = _is_numeric(ok[x])
-    cats = list(dict.fromkeys(agg[x])) if not numeric_x else None
-    n = 0
-    for key, g in groups:
-        if n >= MAX_LINES:
-            break
+    cats = list(dict.fromkeys(agg[x])) if not numeric_x else []
+    width = 0.8 / max(1, len(groups))
+    for gi, (key, g) in enumerate(groups):
         key = key if isinstance(key, tuple) else (key,)
         g = g.sort_values(x)
-        xs = list(g[x]) if numeric_x else [cats.index(v) for v in g[x]]
         if len(hue) == 1:
             label = str(key[0])
         else:
             label = ", ".join(f"{h}={k}" for h, k in zip(hue, key)) if hue else "all runs"
-        line = ax.plot(xs, g[f"{metric}.mean"], marker="o", ms=4, lw=1.6, label=label)[0]
+        mean = g[f"{metric}.mean"].astype(float)
         lo, hi = g[f"{metric}.ci_lo"].astype(float), g[f"{metric}.ci_hi"].astype(float)
-        if lo.notna().any():
-            ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.18, lw=0)
-        n += 1
+        if numeric_x:
+            xs = list(g[x])
+            line = ax.plot(xs, mean, marker="o", ms=4, lw=1.6, label=label)[0]
+            if lo.notna().any():
+                ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.18, lw=0)
+        else:
+            xs = [cats.index(v) + (gi - (len(groups) - 1) / 2) * width for v in g[x]]
+            err = [(mean - lo).fillna(0).clip(lower=0), (hi - mean).fillna(0).clip(lower=0)]
+            ax.bar(xs, mean, width=width, yerr=err, capsize=3, label=label, alpha=0.85)
     if not numeric_x:
         ax.set_xticks(range(len(cats)))
         ax.set_xticklabels([str(c) for c in cats])
@@ -270,7 +276,8 @@ def _line_plot(agg: Any, ok: Any, x: str, hue: list[str], metric: str, nseeds: i
     ax.set_xlabel(x)
     ax.set_ylabel(_label(metric, ok))
     ax.legend(title=", ".join(hue) if hue else None, fontsize=8, title_fontsize=8)
-    return _figure(fig, f"mean of up to {nseeds} seeds per point; shaded: 95% CI")
+    how = "shaded: 95% CI" if numeric_x else "error bars: 95% CI"
+    return _figure(fig, f"mean of up to {nseeds} seeds per point; {how}")
 
 
 # ----------------------------------------------------------------------------- run
