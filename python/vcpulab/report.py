@@ -233,7 +233,8 @@ def _sweep_metrics(ok: Any) -> list[str]:
             vms.append(c[3 : -len(".cpu_share")])
     out = []
     for vm in vms:
-        for leaf in ("latency_ms.p99", "latency_ms.mean", "throughput", "cpu_share", "wait_time_s"):
+        for leaf in ("latency_ms.p99", "latency_ms.mean", "throughput", "cpu_share", "wait_time_s", "ple.exits",
+                     "ple.streaks.median"):
             c = f"vm.{vm}.{leaf}"
             if c in ok and ok[c].notna().any():
                 out.append(c)
@@ -336,6 +337,22 @@ def _run_section(out_dir: str) -> str:
         ax.set_ylabel("latency (ms)")
         ax.legend(fontsize=8)
         plots.append(_figure(fig, "arrival to response; percentiles within 0.8% (log-linear histogram)"))
+    # PLE streaks (scenarios with [kvm]).
+    ple = [(v["name"], v["ple"]) for v in vms if v.get("ple") and v["ple"]["streaks"]["cdf"]]
+    if ple:
+        fig, ax = plt.subplots(figsize=(6.4, 3.6))
+        for name, p in ple:
+            cdf = p["streaks"]["cdf"]
+            ax.step([c[0] for c in cdf], [c[1] for c in cdf], where="post",
+                    label=f"{name} ({p['exits']} exits, median streak {p['streaks']['median']})")
+        ax.axvline(53, color="#999", ls="--", lw=1, label="53 exits")
+        ax.set_xscale("log")
+        ax.set_ylim(0, 1.02)
+        ax.set_title("PLE exit streaks: CDF")
+        ax.set_xlabel("streak length (consecutive PLE exits of a vCPU, log scale)")
+        ax.set_ylabel("fraction of PLE exits in streaks up to this length")
+        ax.legend(fontsize=8)
+        plots.append(_figure(fig, "a streak continues while a vCPU PLE-exits again the next time it runs"))
     # Migrations by distance.
     mig = s["host"]["migrations"]
     kinds = ["smt_sibling", "same_socket", "other_socket", "other_numa"]

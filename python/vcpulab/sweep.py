@@ -471,12 +471,18 @@ def read_record(path: str) -> Optional[dict[str, Any]]:
     return rec if isinstance(rec, dict) and rec.get("status") in ("ok", "failed") else None
 
 
+_NULL_TABLES = ("ple", "boost_to_run_ms")
+
+
 def flatten_summary(summary: Mapping[str, Any]) -> dict[str, Any]:
-    """The run's metrics as flat columns: ``vm.<name>.<metric>`` (``latency_ms.p99`` etc.),
+    """The run's metrics as flat columns: ``vm.<name>.<metric>`` (``latency_ms.p99``,
+    ``ple.exits``, ``ple.streaks.median`` etc.; lists such as the streak CDF are left out),
     ``host.*`` (``host.migrations.total`` ...), ``fairness.jain_vm``, ``events``."""
     row: dict[str, Any] = {}
 
     def put(prefix: str, value: Any) -> None:
+        if value is None and prefix.rsplit(".", 1)[-1] in _NULL_TABLES:
+            return  # a table that is null when absent (no [kvm]): no column
         if isinstance(value, Mapping):
             for k, v in value.items():
                 put(f"{prefix}.{k}", v)

@@ -17,6 +17,37 @@ REPO = Path(__file__).resolve().parents[2]
 OVERCOMMIT = REPO / "scenarios" / "examples" / "overcommit.toml"
 
 
+# Pause-loop exits: an overcommitted VM with a ticket lock under cfs with [kvm] PLE on.
+PLE_SCENARIO = """\
+name = "ple-overcommit"
+duration = "300ms"
+warmup = "50ms"
+seed = 5
+[host]
+cores_per_socket = 2
+[scheduler]
+name = "cfs"
+[kvm]
+ple = true
+[[vm]]
+name = "locks"
+vcpus = 4
+[[vm.workload]]
+kind = "program"
+threads = 4
+ops = [
+  { op = "compute", duration = { dist = "exp", mean = "20us" } },
+  { op = "lock", lock = "l", kind = "ticket", hold = "5us" },
+]
+[[vm]]
+name = "hog"
+vcpus = 2
+[[vm.workload]]
+kind = "stress-ng"
+threads = 2
+"""
+
+
 def check_trace(trace: dict, summary: dict) -> dict:
     """An independent reader: per-pCPU slices do not overlap; each vCPU's run time adds up
     to the summary's cpu_time_s (the trace window must be the measured interval)."""
@@ -64,6 +95,21 @@ def test_trace_reads_back(tmp_path):
         assert instants["wake"] > 0 and instants["halt"] > 0 and instants["preempted"] > 0
         if sched == "hyperv-root":
             assert instants["migrate"] > 0
+
+
+def test_trace_of_a_ple_scenario_reads_back(tmp_path):
+    sc = tmp_path / "ple.toml"
+    sc.write_text(PLE_SCENARIO)
+    out = tmp_path / "ple-trace.json"
+    res = run_cli("trace", str(sc), "--from", "50ms", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    summary = json.loads(run_cli("run", str(sc), "--json").stdout)
+    instants = check_trace(json.loads(out.read_text()), summary)
+    ple = summary["vms"][0]["ple"]
+    assert ple["exits"] > 0 and instants["ple_exit"] > 0 and instants["yield_to"] > 0
+    # every PLE exit and yield of the measured interval is in the trace
+    assert instants["ple_exit"] == sum(v["ple_exits"] for vm in summary["vms"] for v in vm["vcpus"])
+    assert instants["yield_to"] == ple["yield_attempts"]
 
 
 def test_trace_cli_window_and_run_trace(tmp_path):
@@ -128,9 +174,11 @@ seed = { range = [1, 4] }
 "vm[1].vcpus" = [2, 4, 8]
 "vm[1].workload[0].threads" = [2, 4, 8]
 """)
-    dirs = {"sweep": tmp / "sweep", "run": tmp / "run", "reproduce": tmp / "repro"}
+    (tmp / "ple.toml").write_text(PLE_SCENARIO)
+    dirs = {"sweep": tmp / "sweep", "run": tmp / "run", "ple": tmp / "ple", "reproduce": tmp / "repro"}
     assert run_cli("sweep", str(tmp / "sweep.toml"), "--out", str(dirs["sweep"])).returncode == 0
     assert run_cli("run", str(OVERCOMMIT), "--out", str(dirs["run"])).returncode == 0
+    assert run_cli("run", str(tmp / "ple.toml"), "--out", str(dirs["ple"])).returncode == 0
     r = run_cli("reproduce", "--all", "--out", str(dirs["reproduce"]))
     assert r.returncode == 0, r.stderr
     rows = json.loads((dirs["reproduce"] / "reproduce.json").read_text())["rows"]
@@ -146,13 +194,14 @@ def test_report_pages_are_self_contained(report_dirs):
     for kind, d in report_dirs.items():
         page = (d / "report.html").read_text(encoding="utf-8")
         figures = page.count('<figure class="plot">')
-        assert figures >= {"sweep": 8, "run": 4, "reproduce": 1}[kind], kind
+        assert figures >= {"sweep": 8, "run": 4, "ple": 4, "reproduce": 1}[kind], kind
         # nothing is fetched: no src/href to the network, plots are data URIs
         assert not re.search(r'(?:src|href)\s*=\s*["\']?(?:https?:)?//', page), kind
         assert page.count('src="data:image/svg+xml;base64,') == figures
     sweep_page = (report_dirs["sweep"] / "report.html").read_text()
     assert "vm.web.latency_ms.p99 vs vm[1].vcpus" in sweep_page and "95% CI" in sweep_page
     assert "CPU share per VM" in (report_dirs["run"] / "report.html").read_text()
+    assert "PLE exit streaks" in (report_dirs["ple"] / "report.html").read_text()
     assert "paper vs vcpulab" in (report_dirs["reproduce"] / "report.html").read_text()
     res = run_cli("report", str(report_dirs["sweep"] / "runs"))
     assert res.returncode == 2 and "nothing to report" in res.stderr
