@@ -152,6 +152,69 @@ pub fn parse_kvm(t: &Table) -> Res<KvmSpec> {
     Ok(k)
 }
 
+/// What the PLE handler knows about one vCPU of the spinner's VM.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Candidate {
+    pub is_spinner: bool,
+    /// 4.15 `preempted`: descheduled while runnable.
+    pub preempted: bool,
+    /// 5.3+ `ready`: preempted, or woken and not yet running.
+    pub ready: bool,
+    pub halted: bool,
+    /// Preempted in guest kernel mode.
+    pub in_kernel: bool,
+    /// An interrupt (an IPI we sent, a device interrupt) is pending for it.
+    pub pending_interrupt: bool,
+    pub in_spin_loop: bool,
+    pub dy_eligible: bool,
+}
+
+/// Why `kvm_vcpu_on_spin` passed over a vCPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Skip {
+    NotWaiting,
+    Spinner,
+    Halted,
+    UserMode,
+    NotDyEligible,
+}
+
+/// The order the handler visits vCPU indices: after the last boosted one, wrapping
+/// around to it (the two passes of 4.15 and 6.6).
+pub fn ring_order(n: u32, last_boosted: u32) -> impl Iterator<Item = u32> {
+    let last = last_boosted.min(n.saturating_sub(1));
+    (last + 1..n).chain(0..=last)
+}
+
+/// The handler's checks, in upstream order. Examining a vCPU that is itself in the spin
+/// loop toggles its `dy_eligible` (so such a vCPU qualifies every other time).
+pub fn check_candidate(spec: &KvmSpec, c: &mut Candidate, yield_to_kernel_mode: bool) -> Result<(), Skip> {
+    let waiting = if spec.version >= KvmVersion::V5_3 { c.ready } else { c.preempted };
+    if !waiting {
+        return Err(Skip::NotWaiting);
+    }
+    if c.is_spinner {
+        return Err(Skip::Spinner);
+    }
+    if c.halted {
+        return Err(Skip::Halted);
+    }
+    if yield_to_kernel_mode && !c.in_kernel {
+        let irq_exception = spec.version >= KvmVersion::V5_3 && c.pending_interrupt;
+        if !(irq_exception || spec.features.boost_user_mode_candidates) {
+            return Err(Skip::UserMode);
+        }
+    }
+    if c.in_spin_loop {
+        let eligible = c.dy_eligible;
+        c.dy_eligible = !c.dy_eligible;
+        if !eligible {
+            return Err(Skip::NotDyEligible);
+        }
+    }
+    Ok(())
+}
+
 /// The next PLE window after an exit (`__grow_ple_window`).
 pub fn grow_window(spec: &KvmSpec, cur: u64) -> u64 {
     let g = spec.ple_window_grow;
@@ -165,6 +228,57 @@ pub fn grow_window(spec: &KvmSpec, cur: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn preempted_kernel() -> Candidate {
+        Candidate { preempted: true, ready: true, in_kernel: true, ..Default::default() }
+    }
+
+    #[test]
+    fn candidates_are_visited_after_the_last_boosted_vcpu() {
+        assert_eq!(ring_order(4, 1).collect::<Vec<_>>(), vec![2, 3, 0, 1]);
+        assert_eq!(ring_order(4, 3).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+        assert_eq!(ring_order(1, 0).collect::<Vec<_>>(), vec![0]);
+    }
+
+    #[test]
+    fn upstream_skips_user_mode_vcpus_and_fix_a_includes_them() {
+        let v415 = KvmSpec { version: KvmVersion::V4_15, ..Default::default() };
+        let mut user = Candidate { in_kernel: false, ..preempted_kernel() };
+        assert_eq!(check_candidate(&v415, &mut user, true), Err(Skip::UserMode));
+        // 4.15 has no pending-interrupt exception; 5.3+ has.
+        let mut user_irq = Candidate { pending_interrupt: true, ..user };
+        assert_eq!(check_candidate(&v415, &mut user_irq, true), Err(Skip::UserMode));
+        assert_eq!(check_candidate(&KvmSpec::default(), &mut user_irq, true), Ok(()));
+        // AMD user-mode spins: yield_to_kernel_mode is false, no filter.
+        assert_eq!(check_candidate(&v415, &mut user, false), Ok(()));
+        let mut fixed = v415.clone();
+        fixed.features.boost_user_mode_candidates = true;
+        assert_eq!(check_candidate(&fixed, &mut user, true), Ok(()));
+    }
+
+    #[test]
+    fn other_skips_in_upstream_order() {
+        let spec = KvmSpec { version: KvmVersion::V4_15, ..Default::default() };
+        let mut running = Candidate { preempted: false, ..preempted_kernel() };
+        assert_eq!(check_candidate(&spec, &mut running, true), Err(Skip::NotWaiting));
+        let mut me = Candidate { is_spinner: true, ..preempted_kernel() };
+        assert_eq!(check_candidate(&spec, &mut me, true), Err(Skip::Spinner));
+        let mut halted = Candidate { halted: true, ..preempted_kernel() };
+        assert_eq!(check_candidate(&spec, &mut halted, true), Err(Skip::Halted));
+        // 4.15 looks at `preempted`, 5.3+ at `ready` (set also for a woken vCPU).
+        let woken = Candidate { preempted: false, ready: true, ..preempted_kernel() };
+        assert_eq!(check_candidate(&spec, &mut woken.clone(), true), Err(Skip::NotWaiting));
+        assert_eq!(check_candidate(&KvmSpec::default(), &mut woken.clone(), true), Ok(()));
+    }
+
+    #[test]
+    fn a_vcpu_in_its_own_spin_loop_is_eligible_every_other_time() {
+        let spec = KvmSpec::default();
+        let mut lock_waiter = Candidate { in_spin_loop: true, dy_eligible: false, ..preempted_kernel() };
+        assert_eq!(check_candidate(&spec, &mut lock_waiter, true), Err(Skip::NotDyEligible));
+        assert_eq!(check_candidate(&spec, &mut lock_waiter, true), Ok(()));
+        assert_eq!(check_candidate(&spec, &mut lock_waiter, true), Err(Skip::NotDyEligible));
+    }
 
     #[test]
     fn ple_window_grows_to_max_and_fixed_mode_stays() {

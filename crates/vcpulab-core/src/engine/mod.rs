@@ -25,7 +25,7 @@ pub mod queue;
 pub mod trace;
 
 use crate::error::SimError;
-use crate::kvm::{grow_window, KvmSpec, KvmVersion, Vendor};
+use crate::kvm::{grow_window, KvmSpec, Vendor};
 use std::collections::BTreeMap;
 use crate::metrics::{jain, Histogram};
 use crate::rng::Rng;
@@ -1186,33 +1186,26 @@ impl<S: Scheduler> Sim<S> {
         let vm = self.st.tasks[me as usize].vm as usize;
         let base = self.st.vm_task_base[vm];
         let n = self.st.vm_vcpus[vm];
-        let last = self.st.last_boosted[vm].min(n - 1);
+        let last = self.st.last_boosted[vm];
         self.st.tasks[me as usize].kv.in_spin_loop = true;
         let mut tries = 3;
-        let order = (last + 1..n).chain(0..=last);
-        for i in order {
+        for i in crate::kvm::ring_order(n, last) {
             let v = base + i;
-            if v == me {
+            let task = &self.st.tasks[v as usize];
+            let mut cand = crate::kvm::Candidate {
+                is_spinner: v == me,
+                preempted: task.kv.preempted,
+                ready: task.kv.ready,
+                halted: self.view.state[v as usize] == RunState::Halted,
+                in_kernel: task.kv.in_kernel,
+                pending_interrupt: !task.pending_acks.is_empty(),
+                in_spin_loop: task.kv.in_spin_loop,
+                dy_eligible: task.kv.dy_eligible,
+            };
+            let verdict = crate::kvm::check_candidate(k, &mut cand, yield_to_kernel_mode);
+            self.st.tasks[v as usize].kv.dy_eligible = cand.dy_eligible;
+            if verdict.is_err() {
                 continue;
-            }
-            let kv = &self.st.tasks[v as usize].kv;
-            let waiting = if k.version >= KvmVersion::V5_3 { kv.ready } else { kv.preempted };
-            if !waiting || self.view.state[v as usize] == RunState::Halted {
-                continue;
-            }
-            if yield_to_kernel_mode && !kv.in_kernel {
-                let pending_irq = k.version >= KvmVersion::V5_3 && !self.st.tasks[v as usize].pending_acks.is_empty();
-                if !(pending_irq || k.features.boost_user_mode_candidates) {
-                    continue;
-                }
-            }
-            let kv = &mut self.st.tasks[v as usize].kv;
-            if kv.in_spin_loop {
-                let eligible = kv.dy_eligible;
-                kv.dy_eligible = !kv.dy_eligible;
-                if !eligible {
-                    continue;
-                }
             }
             self.st.tasks[me as usize].c.yield_attempts += 1;
             let req = YieldRequest {

@@ -1027,3 +1027,88 @@ impl Fair {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::{RunState, SchedOut, SchedView, TaskInfo};
+    use crate::time::SimTime;
+    use crate::topology::{CpuSet, Topology};
+
+    fn view(ntasks: usize) -> SchedView {
+        SchedView {
+            topo: Topology::new(1, 1, 1, 1),
+            tasks: (0..ntasks).map(|i| TaskInfo { vm: 0, index: i as u32, affinity: CpuSet::full(1), weight: 256 }).collect(),
+            state: vec![RunState::Runnable; ntasks],
+            cpu_curr: vec![None],
+            nvms: 1,
+        }
+    }
+
+    fn tunables() -> Tunables {
+        Tunables {
+            latency: 6_000_000,
+            min_granularity: 750_000,
+            wakeup_granularity: 1_000_000,
+            base_slice: 750_000,
+            tick: 4_000_000,
+            migration_cost: 500_000,
+            group_per_vm: false,
+            gentle_fair_sleepers: true,
+            start_debit: true,
+            wakeup_preemption: true,
+        }
+    }
+
+    /// Three tasks queued on one pCPU; returns the scheduler with the buddy `next` set.
+    fn queue_with_next(policy: Policy, lead: i64) -> Fair {
+        let v = view(3);
+        let mut out = SchedOut { resched_pending: vec![false], ..Default::default() };
+        let mut ctx = SchedCtx { now: SimTime(0), view: &v, out: &mut out };
+        let mut f = Fair::new(policy, tunables());
+        f.init(&mut ctx);
+        for t in 0..3 {
+            f.enqueue_task(&mut ctx, t, 0, true, false);
+        }
+        // Hand-set positions: task 1 is the leftmost, task 2 leads it by `lead`, task 0 last.
+        for (t, v) in [(0u32, 10_000_000i64), (1, 0), (2, lead)] {
+            let cur = f.ents[t as usize].vruntime;
+            f.reposition(t, v - cur);
+            f.ents[t as usize].deadline = v + 1_000_000;
+        }
+        f.rqs[0].next = Some(2);
+        f
+    }
+
+    #[test]
+    fn cfs_honours_the_next_buddy_only_within_the_wakeup_granularity() {
+        // Granularity for a nice-0 buddy: 1 ms of vruntime.
+        let mut near = queue_with_next(Policy::Cfs, 900_000);
+        assert_eq!(near.pick_entity(0), Some(2));
+        let mut far = queue_with_next(Policy::Cfs, 1_100_000);
+        assert_eq!(far.pick_entity(0), Some(1), "a buddy beyond the granularity is refused");
+        assert_eq!(far.counters.values[C_PICK_NEXT_BUDDY_REFUSED], 1);
+        // Fix (b) forces it.
+        let mut forced = queue_with_next(Policy::Cfs, 1_100_000);
+        forced.rqs[0].next_forced = true;
+        assert_eq!(forced.pick_entity(0), Some(2));
+    }
+
+    #[test]
+    fn eevdf_buddy_rule_6_6_ignores_and_6_14_honours_an_eligible_buddy() {
+        // V = (10ms + 0 + 0.2ms)/3 = 3.4 ms: task 2 at 0.2 ms is eligible but its deadline
+        // (1.2 ms) is later than task 1's (1 ms), so plain EEVDF picks task 1.
+        let mut v66 = queue_with_next(Policy::Eevdf { pick_buddy: false }, 200_000);
+        assert_eq!(v66.pick_entity(0), Some(1));
+        let mut v614 = queue_with_next(Policy::Eevdf { pick_buddy: true }, 200_000);
+        assert_eq!(v614.pick_entity(0), Some(2));
+        // An ineligible buddy is refused even under 6.14: at 6 ms it is past V = 16/3 ms.
+        let mut inel = queue_with_next(Policy::Eevdf { pick_buddy: true }, 6_000_000);
+        assert_eq!(inel.pick_entity(0), Some(1));
+    }
+
+    #[test]
+    fn tunables_scale_with_log_of_cpus() {
+        assert_eq!([1, 2, 4, 8, 64].map(scale_factor), [1, 2, 3, 4, 4]);
+    }
+}
