@@ -60,12 +60,25 @@ def _flatten(record: Mapping[str, Any], skip: Iterable[str] = ()) -> dict[str, A
                     row["latency_count"] = 0 if v is None else v
                 else:
                     row[f"latency_{k}_ms"] = float("nan") if v is None else v
+        elif key == "ple" and value is None:
+            continue  # no [kvm] in the scenario: no PLE columns
         elif isinstance(value, Mapping):
-            for sub, v in value.items():
-                row[f"{key}_{sub}"] = v
+            _flatten_into(row, key, value)
         else:
             row[key] = value
     return row
+
+
+def _flatten_into(row: dict[str, Any], prefix: str, value: Mapping[str, Any]) -> None:
+    """Nested tables become ``<prefix>_<key>`` columns (``ple_streaks_median``); lists (the
+    streak CDF) are left out of the frames."""
+    for sub, v in value.items():
+        if isinstance(v, Mapping):
+            _flatten_into(row, f"{prefix}_{sub}", v)
+        elif v is None and sub == "boost_to_run_ms":
+            continue  # null when no boosted vCPU ran: the columns come from the runs that had one
+        elif not isinstance(v, list):
+            row[f"{prefix}_{sub}"] = v
 
 
 class Result:

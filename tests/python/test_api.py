@@ -17,7 +17,8 @@ VM_COLUMNS = ["name", "vcpu_count", "weight", "cpu_time_s", "cpu_share", "wait_t
               "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_max_ms"]
 VCPU_COLUMNS = ["vm", "index", "cpu_time_s", "wait_time_s", "halted_time_s", "spin_time_s", "overhead_time_s",
                 "dispatches", "preemptions", "halts", "migrations_total", "migrations_smt_sibling",
-                "migrations_same_socket", "migrations_other_socket", "migrations_other_numa"]
+                "migrations_same_socket", "migrations_other_socket", "migrations_other_numa",
+                "ple_exits", "yield_attempts", "yield_successes"]
 
 
 def test_exports():
