@@ -44,7 +44,10 @@ def experiments_json() -> str:
     """The built-in experiments with their cases as JSON."""
 
 def reproduce_case(experiment: str, case: str, seed: Optional[int] = None) -> str:
-    """Runs one case of a built-in experiment; returns its row as JSON."""
+    """Runs one case of a built-in experiment; returns its raw rows (one per metric) as JSON."""
+
+def reproduce_finish(experiment: str, raw_rows: str) -> str:
+    """Normalises an experiment's raw rows (a JSON list) and computes sim / paper."""
 
 def experiment_scenario(experiment: str) -> str:
     """The scenario text (TOML) of a built-in experiment, before its cases' edits."""

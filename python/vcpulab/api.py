@@ -196,12 +196,12 @@ def reproduce(
     progress: bool = False,
     on_row: Optional[Callable[[dict[str, Any]], None]] = None,
 ) -> list[dict[str, Any]]:
-    """Runs built-in reproductions case by case; returns one row per case:
+    """Runs built-in reproductions case by case; returns one row per case and metric:
     ``{experiment, case, metric, unit, paper, sim, ratio}``.
 
     ``names`` are experiment ids (default: all). ``progress=True`` shows a tqdm bar on
     stderr once the run has taken more than two seconds. ``on_row`` is called with each
-    row as soon as its case finishes.
+    row as soon as its experiment finishes (normalised metrics need the whole experiment).
     """
     exps = _select(names)
     jobs = [(e["id"], c["id"]) for e in exps for c in e["cases"]]
@@ -210,17 +210,21 @@ def reproduce(
         from tqdm import tqdm
 
         bar = tqdm(total=len(jobs), unit="case", delay=2.0, leave=False, dynamic_ncols=True)
-    rows = []
+    rows: list[dict[str, Any]] = []
     try:
-        for exp_id, case_id in jobs:
-            if bar is not None:
-                bar.set_description(f"{exp_id} {case_id}", refresh=False)
-            row = json.loads(_native.reproduce_case(exp_id, case_id, seed))
-            rows.append(row)
-            if on_row is not None:
-                on_row(row)
-            if bar is not None:
-                bar.update(1)
+        for e in exps:
+            raw: list[dict[str, Any]] = []
+            for c in e["cases"]:
+                if bar is not None:
+                    bar.set_description(f"{e['id']} {c['id']}", refresh=False)
+                raw.extend(json.loads(_native.reproduce_case(e["id"], c["id"], seed)))
+                if bar is not None:
+                    bar.update(1)
+            finished = json.loads(_native.reproduce_finish(e["id"], json.dumps(raw)))
+            for row in finished:
+                rows.append(row)
+                if on_row is not None:
+                    on_row(row)
     finally:
         if bar is not None:
             bar.close()

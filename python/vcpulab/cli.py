@@ -189,19 +189,20 @@ def _experiment_report(exp: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     from ._format import num, table
 
     notes_by_case = {c["id"]: c.get("note", "") for c in exp["cases"]}
-    body = [
-        [r["case"], num(r["paper"], 2), num(r["sim"], 2), num(r["ratio"], 3), notes_by_case.get(r["case"], "")]
-        for r in rows
-    ]
     tol = exp.get("tolerance")
-    lines = [
-        f"== {exp['id']}: {exp['title']}",
-        f"metric: {exp['metric']} ({exp['unit']})"
-        + (f", tolerance {100 * tol:g}%" if tol is not None else ""),
-        f"source: {exp['source']}",
-        "",
-        table(["case", "paper", "vcpulab", "ratio", "note"], body, right=[False, True, True, True, False]),
-    ]
+    lines = [f"== {exp['id']}: {exp['title']}", f"source: {exp['source']}"]
+    metrics = exp.get("metrics") or [{"name": exp["metric"], "unit": exp["unit"]}]
+    for m in metrics:
+        mrows = [r for r in rows if r["metric"] == m["name"]]
+        body = [
+            [r["case"], num(r["paper"], 2), num(r["sim"], 2), num(r["ratio"], 3), notes_by_case.get(r["case"], "")]
+            for r in mrows
+        ]
+        lines += [
+            "",
+            f"metric: {m['name']} ({m['unit']})" + (f", tolerance {100 * tol:g}%" if tol is not None else ""),
+            table(["case", "paper", "vcpulab", "ratio", "note"], body, right=[False, True, True, True, False]),
+        ]
     if exp.get("notes"):
         lines += ["", f"notes: {exp['notes']}"]
     return "\n".join(lines)
@@ -220,8 +221,11 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
                 _out()
             _out(f"{e['id']}: {e['title']}")
             _out(f"metric {e['metric']} ({e['unit']}), {len(e['cases'])} cases:")
-            rows = [[c["id"], num(c.get("paper"), 2), c.get("note", "")] for c in e["cases"]]
-            _out(table(["case", "paper", "note"], rows, right=[False, True, False]))
+            rows = [
+                [c["id"], ", ".join(f"{m} {num(v, 3)}" for m, v in c.get("paper", [])), c.get("note", "")]
+                for c in e["cases"]
+            ]
+            _out(table(["case", "paper", "note"], rows, right=[False, False, False]))
         return EXIT_OK
     progress = not args.no_progress and sys.stderr.isatty()
     rows = api.reproduce([e["id"] for e in exps], seed=args.seed, progress=progress)

@@ -83,9 +83,18 @@ pub fn experiments_json() -> String {
     serde_json::to_string_pretty(&crate::repro::experiments()).unwrap()
 }
 
-/// Runs one case of a built-in experiment; returns its row as JSON.
+/// Runs one case of a built-in experiment; returns its raw rows (one per metric) as JSON.
+/// Pass all of an experiment's raw rows to `reproduce_finish_json` for the final rows.
 pub fn reproduce_case_json(experiment: &str, case: &str, seed: Option<u64>) -> Result<String, Error> {
     let e = crate::repro::find(experiment)?;
-    let row = crate::repro::run_case(&e, case, seed)?;
-    Ok(serde_json::to_string(&row).unwrap())
+    let rows = crate::repro::run_case(&e, case, seed)?;
+    Ok(serde_json::to_string(&rows).unwrap())
+}
+
+/// Normalises an experiment's raw rows and computes the paper ratios.
+pub fn reproduce_finish_json(experiment: &str, raw_rows_json: &str) -> Result<String, Error> {
+    let e = crate::repro::find(experiment)?;
+    let raw: Vec<crate::repro::Row> = serde_json::from_str(raw_rows_json)
+        .map_err(|err| Error::NotFound(format!("reproduce_finish: rows are not valid JSON rows: {err}")))?;
+    Ok(serde_json::to_string(&crate::repro::finish_rows(&e, &raw)).unwrap())
 }

@@ -10,8 +10,8 @@ fn hyperv_root_all_nine_cases_within_five_percent() {
     let mut report = String::new();
     let mut worst: f64 = 0.0;
     for c in &e.cases {
-        let row = repro::run_case(&e, &c.id, None).unwrap();
-        let (sim, paper) = (row.sim.unwrap(), row.paper.unwrap());
+        let rows = repro::finish_rows(&e, &repro::run_case(&e, &c.id, None).unwrap());
+        let (sim, paper) = (rows[0].sim.unwrap(), rows[0].paper.unwrap());
         let err = (sim / paper - 1.0).abs();
         worst = worst.max(err);
         report += &format!("{:<20} paper {:>8.2} sim {:>8.2} ({:+.1}%)\n", c.id, paper, sim, (sim / paper - 1.0) * 100.0);

@@ -100,11 +100,17 @@ fn experiments_json() -> String {
     api::experiments_json()
 }
 
-/// Runs one case of a built-in experiment; returns its row as JSON.
+/// Runs one case of a built-in experiment; returns its raw rows (one per metric) as JSON.
 #[pyfunction]
 #[pyo3(signature = (experiment, case, seed=None))]
 fn reproduce_case(py: Python<'_>, experiment: String, case: String, seed: Option<u64>) -> PyResult<String> {
     py.allow_threads(move || api::reproduce_case_json(&experiment, &case, seed)).map_err(to_py)
+}
+
+/// Normalises an experiment's raw rows (JSON list) and computes sim / paper.
+#[pyfunction]
+fn reproduce_finish(experiment: &str, raw_rows: &str) -> PyResult<String> {
+    api::reproduce_finish_json(experiment, raw_rows).map_err(to_py)
 }
 
 /// The scenario text of a built-in experiment (before its cases' edits).
@@ -145,6 +151,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schedulers_json, m)?)?;
     m.add_function(wrap_pyfunction!(experiments_json, m)?)?;
     m.add_function(wrap_pyfunction!(reproduce_case, m)?)?;
+    m.add_function(wrap_pyfunction!(reproduce_finish, m)?)?;
     m.add_function(wrap_pyfunction!(experiment_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(kvm_run_json, m)?)?;

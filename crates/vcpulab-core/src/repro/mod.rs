@@ -23,23 +23,39 @@ pub struct Experiment {
     pub title: String,
     pub source: String,
     pub notes: String,
+    /// The first metric's name and unit (kept for single-metric tables).
     pub metric: String,
     pub unit: String,
-    /// Where the simulated figure comes from: `vm.<name>.<field>` or a dotted path into
-    /// the summary JSON.
+    /// Where the first metric comes from.
     pub value: String,
     /// The relative distance to the paper the issue expects, if any.
     pub tolerance: Option<f64>,
+    pub metrics: Vec<Metric>,
     pub cases: Vec<Case>,
     #[serde(skip)]
     pub scenario_text: String,
 }
 
+/// One figure reported per case.
+#[derive(Clone, Debug, Serialize)]
+pub struct Metric {
+    pub name: String,
+    pub unit: String,
+    /// `vm.<name>.<field...>` or a dotted path into the summary JSON.
+    pub value: String,
+    /// Divide by the same figure of the reference case: the case whose `axis` takes
+    /// `value` (e.g. variant = baseline), other axes equal.
+    pub normalize: Option<(String, String)>,
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct Case {
     pub id: String,
-    pub paper: Option<f64>,
+    /// Paper figures of this case, by metric name.
+    pub paper: Vec<(String, f64)>,
     pub note: String,
+    /// Axis values of a matrix case, e.g. [("benchmark", "ebizzy"), ("variant", "ab")].
+    pub axes: Vec<(String, String)>,
     #[serde(skip)]
     pub set: Vec<(String, toml::Value)>,
     #[serde(skip)]
@@ -47,7 +63,7 @@ pub struct Case {
 }
 
 /// One line of `vcpulab reproduce --json`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct Row {
     pub experiment: String,
     pub case: String,
@@ -59,46 +75,138 @@ pub struct Row {
     pub ratio: Option<f64>,
 }
 
+fn parse_edits(t: &Table) -> Res<(Vec<(String, toml::Value)>, Vec<String>)> {
+    let set = match t.get("set") {
+        Some(s) => {
+            let st = s.table()?;
+            st.keys().map(|k| (k.clone(), st.get(k).unwrap().v.clone())).collect()
+        }
+        None => vec![],
+    };
+    let remove = match t.get("remove") {
+        Some(r) => r.array()?.iter().map(|x| x.str().map(str::to_string)).collect::<Res<_>>()?,
+        None => vec![],
+    };
+    Ok((set, remove))
+}
+
 fn parse_experiment(id: &str, text: &str, scenario_text: &str) -> Res<Experiment> {
     let origin = format!("scenarios/reproductions/{id}/experiment.toml");
     let v = parse_toml(&origin, text)?;
     let t = Table::root(&origin, &v)?;
-    let mut cases = Vec::new();
-    for c in t.req("case")?.array()? {
-        let ct = c.table()?;
-        let set = match ct.get("set") {
-            Some(s) => {
-                let st = s.table()?;
-                st.keys().map(|k| (k.clone(), st.get(k).unwrap().v.clone())).collect()
-            }
-            None => vec![],
-        };
-        let remove = match ct.get("remove") {
-            Some(r) => r.array()?.iter().map(|x| x.str().map(str::to_string)).collect::<Res<_>>()?,
-            None => vec![],
-        };
-        cases.push(Case {
-            id: ct.req("id")?.str()?.to_string(),
-            paper: ct.opt_f64("paper", f64::MIN, f64::MAX)?,
-            note: ct.opt_str("note")?.unwrap_or("").to_string(),
-            set,
-            remove,
+    // Metrics: a [[metric]] list, or the single-metric keys at the top.
+    let mut metrics = Vec::new();
+    if let Some(ms) = t.get("metric").filter(|m| m.v.is_array()) {
+        for m in ms.array()? {
+            let mt = m.table()?;
+            let normalize = match mt.get("normalize") {
+                None => None,
+                Some(n) => {
+                    let nt = n.table()?;
+                    let r = (nt.req("axis")?.str()?.to_string(), nt.req("value")?.str()?.to_string());
+                    nt.finish(&["axis", "value"])?;
+                    Some(r)
+                }
+            };
+            metrics.push(Metric {
+                name: mt.req("name")?.str()?.to_string(),
+                unit: mt.req("unit")?.str()?.to_string(),
+                value: mt.req("value")?.str()?.to_string(),
+                normalize,
+            });
+            mt.finish(&["name", "unit", "value", "normalize"])?;
+        }
+    } else {
+        metrics.push(Metric {
+            name: t.req("metric")?.str()?.to_string(),
+            unit: t.req("unit")?.str()?.to_string(),
+            value: t.req("value")?.str()?.to_string(),
+            normalize: None,
         });
-        ct.finish(&["id", "paper", "note", "set", "remove"])?;
+    }
+    let first = metrics[0].name.clone();
+    let mut cases = Vec::new();
+    // Explicit cases.
+    if let Some(cs) = t.get("case") {
+        for c in cs.array()? {
+            let ct = c.table()?;
+            let (set, remove) = parse_edits(&ct)?;
+            let paper = ct.opt_f64("paper", f64::MIN, f64::MAX)?.map(|p| vec![(first.clone(), p)]).unwrap_or_default();
+            cases.push(Case {
+                id: ct.req("id")?.str()?.to_string(),
+                paper,
+                note: ct.opt_str("note")?.unwrap_or("").to_string(),
+                axes: vec![],
+                set,
+                remove,
+            });
+            ct.finish(&["id", "paper", "note", "set", "remove"])?;
+        }
+    }
+    // A matrix: the product of [[axis]] values; case id = values joined by '/'.
+    if let Some(axes) = t.get("axis") {
+        let mut grid: Vec<Case> = vec![Case { id: String::new(), paper: vec![], note: String::new(), axes: vec![], set: vec![], remove: vec![] }];
+        for a in axes.array()? {
+            let at = a.table()?;
+            let name = at.req("name")?.str()?.to_string();
+            let mut next = Vec::new();
+            let values = at.req("value")?.array()?;
+            let mut parsed = Vec::new();
+            for val in &values {
+                let vt = val.table()?;
+                let (set, remove) = parse_edits(&vt)?;
+                parsed.push((vt.req("id")?.str()?.to_string(), vt.opt_str("note")?.unwrap_or("").to_string(), set, remove));
+                vt.finish(&["id", "note", "set", "remove"])?;
+            }
+            at.finish(&["name", "value"])?;
+            for g in &grid {
+                for (vid, note, set, remove) in &parsed {
+                    let mut c = g.clone();
+                    c.id = if c.id.is_empty() { vid.clone() } else { format!("{}/{}", c.id, vid) };
+                    c.axes.push((name.clone(), vid.clone()));
+                    c.set.extend(set.iter().cloned());
+                    c.remove.extend(remove.iter().cloned());
+                    if !note.is_empty() {
+                        c.note = if c.note.is_empty() { note.clone() } else { format!("{}; {}", c.note, note) };
+                    }
+                    next.push(c);
+                }
+            }
+            grid = next;
+        }
+        cases.extend(grid);
+    }
+    // Paper figures by (case, metric).
+    if let Some(ps) = t.get("paper") {
+        for p in ps.array()? {
+            let pt = p.table()?;
+            let case = pt.req("case")?.str()?;
+            let metric = pt.opt_str("metric")?.unwrap_or(&first).to_string();
+            let value = pt.req("value")?.f64_in(f64::MIN, f64::MAX)?;
+            let Some(c) = cases.iter_mut().find(|c| c.id == case) else {
+                return pt.err("case", format!("no case {case:?} in this experiment"));
+            };
+            if !metrics.iter().any(|m| m.name == metric) {
+                return pt.err("metric", format!("no metric {metric:?} in this experiment"));
+            }
+            c.paper.push((metric, value));
+            pt.finish(&["case", "metric", "value"])?;
+        }
     }
     let e = Experiment {
         id: t.req("id")?.str()?.to_string(),
         title: t.req("title")?.str()?.to_string(),
         source: t.req("source")?.str()?.to_string(),
         notes: t.opt_str("notes")?.unwrap_or("").to_string(),
-        metric: t.req("metric")?.str()?.to_string(),
-        unit: t.req("unit")?.str()?.to_string(),
-        value: t.req("value")?.str()?.to_string(),
+        metric: metrics[0].name.clone(),
+        unit: metrics[0].unit.clone(),
+        value: metrics[0].value.clone(),
         tolerance: t.opt_f64("tolerance", 0.0, 10.0)?,
+        metrics,
         cases,
         scenario_text: scenario_text.to_string(),
     };
-    t.finish(&["id", "title", "source", "notes", "metric", "unit", "value", "tolerance", "case", "scenario"])?;
+    t.finish(&["id", "title", "source", "notes", "metric", "unit", "value", "tolerance", "case", "axis", "paper", "scenario"])?;
     Ok(e)
 }
 
@@ -148,7 +256,8 @@ pub fn extract(summary: &serde_json::Value, path: &str) -> Option<f64> {
     cur.as_f64()
 }
 
-pub fn run_case(exp: &Experiment, case_id: &str, seed: Option<u64>) -> Result<Row, Error> {
+/// Runs one case; returns one row per metric with the raw (not yet normalised) figure.
+pub fn run_case(exp: &Experiment, case_id: &str, seed: Option<u64>) -> Result<Vec<Row>, Error> {
     let case = exp.cases.iter().find(|c| c.id == case_id).ok_or_else(|| {
         let ids: Vec<&str> = exp.cases.iter().map(|c| c.id.as_str()).collect();
         Error::NotFound(format!("experiment {} has no case {case_id:?}; cases: {}", exp.id, ids.join(", ")))
@@ -156,17 +265,54 @@ pub fn run_case(exp: &Experiment, case_id: &str, seed: Option<u64>) -> Result<Ro
     let sc = case_scenario(exp, case)?;
     let summary = run(&sc, seed, &RunOptions::default())?;
     let json = serde_json::to_value(&summary).expect("summary serialises");
-    let sim = extract(&json, &exp.value);
-    Ok(Row {
-        experiment: exp.id.clone(),
-        case: case.id.clone(),
-        metric: exp.metric.clone(),
-        unit: exp.unit.clone(),
-        paper: case.paper,
-        sim,
-        ratio: match (sim, case.paper) {
-            (Some(s), Some(p)) if p != 0.0 => Some(s / p),
-            _ => None,
-        },
-    })
+    Ok(exp
+        .metrics
+        .iter()
+        .map(|m| Row {
+            experiment: exp.id.clone(),
+            case: case.id.clone(),
+            metric: m.name.clone(),
+            unit: m.unit.clone(),
+            paper: case.paper.iter().find(|(n, _)| *n == m.name).map(|p| p.1),
+            sim: extract(&json, &m.value),
+            ratio: None,
+        })
+        .collect())
+}
+
+/// Normalises raw rows (metrics with `normalize` are divided by the reference case's
+/// raw figure) and computes sim / paper.
+pub fn finish_rows(exp: &Experiment, raw: &[Row]) -> Vec<Row> {
+    let raw_value = |case: &str, metric: &str| raw.iter().find(|r| r.case == case && r.metric == metric).and_then(|r| r.sim);
+    raw.iter()
+        .map(|r| {
+            let mut row = r.clone();
+            let metric = exp.metrics.iter().find(|m| m.name == r.metric);
+            if let (Some(m), Some(case)) = (metric, exp.cases.iter().find(|c| c.id == r.case)) {
+                if let Some((axis, value)) = &m.normalize {
+                    let reference: Vec<String> =
+                        case.axes.iter().map(|(a, v)| if a == axis { value.clone() } else { v.clone() }).collect();
+                    let base = raw_value(&reference.join("/"), &m.name);
+                    row.sim = match (r.sim, base) {
+                        (Some(s), Some(b)) if b != 0.0 => Some(s / b),
+                        _ => None,
+                    };
+                }
+            }
+            row.ratio = match (row.sim, row.paper) {
+                (Some(s), Some(p)) if p != 0.0 => Some(s / p),
+                _ => None,
+            };
+            row
+        })
+        .collect()
+}
+
+/// Runs every case of an experiment and returns its finished rows.
+pub fn run_experiment(exp: &Experiment, seed: Option<u64>) -> Result<Vec<Row>, Error> {
+    let mut raw = Vec::new();
+    for c in &exp.cases {
+        raw.extend(run_case(exp, &c.id, seed)?);
+    }
+    Ok(finish_rows(exp, &raw))
 }
