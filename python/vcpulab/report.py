@@ -394,32 +394,34 @@ def _reproduce_section(out_dir: str) -> str:
     parts = ["<h2>Reproductions: the paper's numbers beside vcpulab's</h2>"]
     for exp_id in order:
         e = by_id.get(exp_id, {"id": exp_id, "title": exp_id})
-        er = [r for r in rows if r["experiment"] == exp_id]
-        unit = er[0].get("unit", "")
-        metric = er[0].get("metric", "")
         tol = e.get("tolerance")
         parts.append(f"<h3>{html.escape(exp_id)}: {html.escape(e.get('title', ''))}</h3>")
         if e.get("source"):
             parts.append(f'<p class="meta">source: {html.escape(e["source"])}</p>')
-        fig, ax = plt.subplots(figsize=(10, 4.2))
-        cases = [r["case"] for r in er]
-        xs = list(range(len(cases)))
-        ax.bar([x - 0.2 for x in xs], [r["paper"] if r["paper"] is not None else 0 for r in er], width=0.4,
-               label="paper", color="#999999")
-        ax.bar([x + 0.2 for x in xs], [r["sim"] for r in er], width=0.4, label="vcpulab", color="#4C72B0")
-        ax.set_xticks(xs)
-        ax.set_xticklabels(cases, rotation=30, ha="right", fontsize=8)
-        ax.set_title(f"{exp_id}: {metric}, paper vs vcpulab")
-        ax.set_ylabel(f"{metric} ({unit})")
-        ax.set_xlabel("case")
-        ax.legend(fontsize=8)
-        parts.append(_figure(fig, f"{len(er)} cases" + (f"; tolerance {100 * tol:g}%" if tol is not None else "")))
-        trs = []
-        for r in er:
-            ratio = r.get("ratio")
-            within = "" if tol is None or ratio is None else ("yes" if abs(ratio - 1) <= tol else "NO")
-            trs.append([r["case"], r["paper"], r["sim"], ratio, within])
-        parts.append(_table(["case", f"paper ({unit})", f"vcpulab ({unit})", "ratio", "within tolerance"], trs))
+        exp_rows = [r for r in rows if r["experiment"] == exp_id]
+        for metric in dict.fromkeys(r.get("metric", "") for r in exp_rows):  # one chart per metric
+            er = [r for r in exp_rows if r.get("metric", "") == metric]
+            unit = er[0].get("unit", "")
+            fig, ax = plt.subplots(figsize=(10, 4.2))
+            cases = [r["case"] for r in er]
+            xs = list(range(len(cases)))
+            ax.bar([x - 0.2 for x in xs], [r["paper"] if r["paper"] is not None else 0 for r in er], width=0.4,
+                   label="paper", color="#999999")
+            ax.bar([x + 0.2 for x in xs], [r["sim"] if r["sim"] is not None else 0 for r in er], width=0.4,
+                   label="vcpulab", color="#4C72B0")
+            ax.set_xticks(xs)
+            ax.set_xticklabels(cases, rotation=30, ha="right", fontsize=8)
+            ax.set_title(f"{exp_id}: {metric}, paper vs vcpulab")
+            ax.set_ylabel(f"{metric} ({unit})")
+            ax.set_xlabel("case")
+            ax.legend(fontsize=8)
+            parts.append(_figure(fig, f"{len(er)} cases" + (f"; tolerance {100 * tol:g}%" if tol is not None else "")))
+            trs = []
+            for r in er:
+                ratio = r.get("ratio")
+                within = "" if tol is None or ratio is None else ("yes" if abs(ratio - 1) <= tol else "NO")
+                trs.append([r["case"], r["paper"], r["sim"], ratio, within])
+            parts.append(_table(["case", f"paper ({unit})", f"vcpulab ({unit})", "ratio", "within tolerance"], trs))
     return "\n".join(parts)
 
 
