@@ -73,7 +73,9 @@ pub enum Op {
     /// Spin until the named lock (index into the VM's lock table) is acquired, hold it for
     /// `hold`, release it. Kernel spinlocks by default; `mode = "user"` for user-space
     /// spinlocks (Intel PLE ignores those).
-    Lock { lock: u32, hold: Dist, kind: LockKind, mode: Mode },
+    /// `shards` > 1: the threads are split into that many consecutive groups, each with
+    /// its own instance of the lock (e.g. one socket lock per hackbench group).
+    Lock { lock: u32, hold: Dist, kind: LockKind, mode: Mode, shards: u32 },
     /// Send an IPI to other vCPUs and spin until each has acknowledged (a target
     /// acknowledges when it runs).
     Ipi { targets: IpiTargets },
@@ -115,7 +117,84 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("sysbench-cpu", "sysbench cpu: events of fixed CPU work (prime search), events/s"),
     ("stress-ng", "stress-ng --cpu: CPU hog threads, bogo-ops/s"),
     ("lookbusy", "lookbusy: busy/idle duty cycle at a given utilisation"),
+    ("ebizzy", "ebizzy: user-mode memory work, munmap TLB-shootdown IPI barriers; records/s"),
+    ("pbzip2", "pbzip2: compression blocks, a shared queue lock, buffer munmap IPI barriers; blocks/s"),
+    ("hackbench", "hackbench: kernel message passing over socket and run-queue spinlocks, frequent wake-ups; messages/s"),
+    ("dbench", "dbench: file-system operations under kernel spinlocks, with disk I/O; ops/s"),
+    ("swaptions", "PARSEC swaptions: CPU-bound Monte Carlo (the papers' noise VM); ops/s"),
+    ("raytrace", "PARSEC raytrace: long compute, little synchronisation; ops/s"),
+    ("vips", "PARSEC vips: image pipeline with heavy synchronisation (locks, wake-ups, munmap IPIs); ops/s"),
 ];
+
+/// The benchmarks of the PLE papers (seeds 000, 004), modelled by their synchronisation
+/// pattern. Durations are at the host's base clock; `work` scales the main compute.
+/// Why each looks as it does:
+/// - ebizzy: each record is a short user-mode search/copy over a chunk (tens of us), and
+///   freeing the chunk returns it with munmap, which flushes the TLB of every vCPU running
+///   the process: an IPI barrier whose targets are mostly in user mode (the paper: PLEs
+///   come mostly from IPI barriers).
+/// - pbzip2: a thread compresses a block (ms), takes the shared queue lock (a futex: a
+///   kernel spinlock on the hash bucket), and frees its buffer (munmap: IPI barrier).
+/// - hackbench: groups of tasks pass 100-byte messages over socketpairs: a ~2 us kernel
+///   send path under a receiver's socket-queue lock (held ~0.3 us; 8 shards for the
+///   many sockets), a ~2 us receive/wake-up path under the woken task's run-queue lock
+///   (0.3 us; one shard per vCPU), a little user code, then blocking until the peer
+///   writes again (~10 us). 4 tasks per vCPU. PLEs come from spinlocks whose holder or
+///   next waiter was preempted.
+/// - dbench: clients run file-system calls that take the journal and dcache spinlocks
+///   (kernel), with a disk I/O per operation.
+/// - swaptions: pure user-mode compute (the noise VM).
+/// - raytrace: long user-mode compute per ray batch, a rare task-queue lock.
+/// - vips: a pipeline of short stages: user compute per tile, a region lock, buffer
+///   munmap (IPI barrier), kernel work to hand the tile on, and the buffer-queue lock.
+fn benchmark_ops(kind: &str, work: f64, lock: LockKind) -> Option<(Vec<Op>, &'static str, u32)> {
+    let us = |x: f64| Work::Time(Dist::Fixed(x * 1e3));
+    let exp_us = |x: f64| Work::Time(Dist::Exp { mean: x * 1e3 });
+    let compute = |w: Work, mode: Mode| Op::Compute { work: w, mode };
+    let lk = |id: u32, hold_us: f64, shards: u32| Op::Lock { lock: id, hold: Dist::Fixed(hold_us * 1e3), kind: lock, mode: Mode::Kernel, shards };
+    let ipi = Op::Ipi { targets: IpiTargets::All };
+    Some(match kind {
+        "ebizzy" => (vec![compute(exp_us(40.0 * work), Mode::User), ipi], "records/s", 1),
+        "pbzip2" => (vec![compute(exp_us(2000.0 * work), Mode::User), lk(0, 2.0, 1), ipi], "blocks/s", 1),
+        "hackbench" => (
+            vec![
+                compute(us(2.0 * work), Mode::Kernel),
+                lk(0, 0.3, 8),
+                compute(us(2.0 * work), Mode::Kernel),
+                lk(8, 0.3, 4),
+                compute(us(1.0 * work), Mode::User),
+                Op::Sleep { duration: Dist::Exp { mean: 10e3 * work } },
+            ],
+            "messages/s",
+            4,
+        ),
+        "dbench" => (
+            vec![
+                compute(us(10.0 * work), Mode::User),
+                lk(0, 4.0, 1),
+                compute(us(20.0 * work), Mode::Kernel),
+                lk(1, 2.0, 1),
+                Op::Io { latency: Dist::Exp { mean: 100e3 } },
+            ],
+            "ops/s",
+            1,
+        ),
+        "swaptions" => (vec![compute(us(10_000.0 * work), Mode::User)], "ops/s", 1),
+        "raytrace" => (vec![compute(exp_us(5000.0 * work), Mode::User), lk(0, 1.0, 1)], "ops/s", 1),
+        "vips" => (
+            vec![
+                compute(exp_us(100.0 * work), Mode::User),
+                lk(0, 3.0, 1),
+                ipi,
+                compute(us(5.0 * work), Mode::Kernel),
+                lk(1, 2.0, 1),
+            ],
+            "ops/s",
+            1,
+        ),
+        _ => return None,
+    })
+}
 
 /// sysbench cpu, default event cost. Calibrated once, from the blog 001 single-thread
 /// figure (1271.76 events/s on a Core i5-6600 at its 1-core turbo clock of 3.9 GHz):
@@ -210,7 +289,7 @@ fn parse_op(o: &Owned, locks: &mut Vec<String>, default_lock: LockKind, vcpus: u
             Op::Compute { work: parse_work(&t, "compute")?, mode: parse_mode(&t)? }
         }
         "lock" => {
-            allowed = &["op", "lock", "hold", "kind", "mode"];
+            allowed = &["op", "lock", "hold", "kind", "mode", "shards"];
             let name = t.req("lock")?.str()?.to_string();
             let hold = parse_dist(&t.req("hold")?)?;
             let kind = match t.opt_str("kind")? {
@@ -219,11 +298,15 @@ fn parse_op(o: &Owned, locks: &mut Vec<String>, default_lock: LockKind, vcpus: u
                 Some("tas") => LockKind::TestAndSet,
                 Some(other) => return t.err("kind", format!("unknown lock kind {other:?}; allowed: \"ticket\", \"tas\"")),
             };
+            let shards = t.opt_u64("shards", 1, 65_536)?.unwrap_or(1) as u32;
             let id = match locks.iter().position(|l| *l == name) {
                 Some(i) => i,
                 None => {
-                    locks.push(name);
-                    locks.len() - 1
+                    locks.push(name.clone());
+                    for k in 1..shards {
+                        locks.push(format!("{name}#{k}"));
+                    }
+                    locks.len() - shards as usize
                 }
             };
             let mode = match t.opt_str("mode")? {
@@ -231,7 +314,7 @@ fn parse_op(o: &Owned, locks: &mut Vec<String>, default_lock: LockKind, vcpus: u
                 Some("user") => Mode::User,
                 Some(other) => return t.err("mode", format!("unknown mode {other:?}; allowed: \"kernel\", \"user\"")),
             };
-            Op::Lock { lock: id as u32, hold, kind, mode }
+            Op::Lock { lock: id as u32, hold, kind, mode, shards }
         }
         "ipi" => {
             allowed = &["op", "targets"];
@@ -326,6 +409,8 @@ pub fn parse_workload(o: &Owned, locks: &mut Vec<String>, default_lock: LockKind
     let threads = t.opt_u64("threads", 0, 1_000_000)?.unwrap_or(1) as u32;
     let arrivals = t.get("arrivals").map(|a| parse_arrivals(&a)).transpose()?;
     let unit_override = t.opt_str("unit")?.map(str::to_string);
+    // Benchmark presets default to their threads-per-vCPU; the others to 1.
+    let mut default_threads = 1;
     let (ops, unit, allowed): (Vec<Op>, String, &[&str]) = match kind.as_str() {
         "program" => {
             let items = t.req("ops")?.array()?;
@@ -378,14 +463,33 @@ pub fn parse_workload(o: &Owned, locks: &mut Vec<String>, default_lock: LockKind
             (ops, "periods/s".into(), &["kind", "threads", "utilization", "period", "unit"])
         }
         other => {
-            let names: Vec<&str> = PRESETS.iter().map(|p| p.0).collect();
-            return t.err("kind", format!("unknown workload kind {other:?}; allowed: {}", names.join(", ")));
+            let work = t.opt_f64("work", 0.001, 1000.0)?.unwrap_or(1.0);
+            let Some((ops, unit, threads_per_vcpu)) = benchmark_ops(other, work, default_lock) else {
+                let names: Vec<&str> = PRESETS.iter().map(|p| p.0).collect();
+                return t.err("kind", format!("unknown workload kind {other:?}; allowed: {}", names.join(", ")));
+            };
+            // Lock ids 0..12 are this workload's own locks (hackbench: 8 socket-lock shards
+            // and 4 run-queue-lock shards).
+            let base = locks.len() as u32;
+            for i in 0..12 {
+                locks.push(format!("{other}#{base}#{i}"));
+            }
+            let ops = ops
+                .into_iter()
+                .map(|op| match op {
+                    Op::Lock { lock, hold, kind, mode, shards } => Op::Lock { lock: base + lock, hold, kind, mode, shards },
+                    o => o,
+                })
+                .collect();
+            default_threads = threads_per_vcpu * vcpus;
+            (ops, unit.to_string(), &["kind", "threads", "work", "unit"])
         }
     };
     if kind != "program" && arrivals.is_some() {
         return t.err("arrivals", format!("the {kind} preset takes no arrivals; use kind = \"program\" with wait_request"));
     }
     t.finish(allowed)?;
+    let threads = if t.has("threads") { threads } else { default_threads };
     let counts_requests = ops.iter().any(|o| matches!(o, Op::Respond));
     Ok(WorkloadSpec { kind, threads, ops, unit: unit_override.unwrap_or(unit), counts_requests, arrivals })
 }

@@ -84,7 +84,7 @@ const MAX_ZERO_TIME_LOOPS: u32 = 100_000;
 #[derive(Clone, Debug)]
 enum RtOp {
     Compute { work: Dist, mode: Mode },
-    Lock { lock: u32, hold: Dist, mode: Mode },
+    Lock { lock: u32, hold: Dist, mode: Mode, shards: u32 },
     Ipi { targets: IpiTargets },
     Io { latency: Dist },
     Sleep { duration: Dist },
@@ -105,6 +105,7 @@ enum ThState {
 struct Thread {
     task: TaskId,
     workload: u32,
+    index_in_workload: u32,
     pc: u32,
     state: ThState,
     rng: Rng,
@@ -242,6 +243,7 @@ struct State {
     vm_vcpus: Vec<u32>,
     vm_timeslice: Vec<SimDuration>,
     vm_names: Vec<String>,
+    workload_threads: Vec<u32>,
     /// First workload id of each VM.
     vm_workload_base: Vec<u32>,
     kicks: Vec<TaskId>,
@@ -301,8 +303,10 @@ impl<S: Scheduler> Sim<S> {
                 locks.push(Lock { holder: NONE, kind: vm.spinlock, waiters: VecDeque::new() });
             }
             for op in vm.workloads.iter().flat_map(|w| &w.ops) {
-                if let Op::Lock { lock, kind, .. } = op {
-                    locks[lock_base + *lock as usize].kind = *kind;
+                if let Op::Lock { lock, kind, shards, .. } = op {
+                    for k in 0..*shards as usize {
+                        locks[lock_base + *lock as usize + k].kind = *kind;
+                    }
                 }
             }
             for i in 0..vm.vcpus {
@@ -333,7 +337,7 @@ impl<S: Scheduler> Sim<S> {
                     .iter()
                     .map(|op| match op {
                         Op::Compute { work, mode } => RtOp::Compute { work: work.base_ns(sc.host.base_ghz), mode: *mode },
-                        Op::Lock { lock, hold, mode, .. } => RtOp::Lock { lock: *lock, hold: hold.clone(), mode: *mode },
+                        Op::Lock { lock, hold, mode, shards, .. } => RtOp::Lock { lock: *lock, hold: hold.clone(), mode: *mode, shards: *shards },
                         Op::Ipi { targets } => RtOp::Ipi { targets: targets.clone() },
                         Op::Io { latency } => RtOp::Io { latency: latency.clone() },
                         Op::Sleep { duration } => RtOp::Sleep { duration: duration.clone() },
@@ -360,6 +364,7 @@ impl<S: Scheduler> Sim<S> {
                     threads.push(Thread {
                         task,
                         workload: wid,
+                        index_in_workload: ti,
                         pc: 0,
                         state: ThState::Ready,
                         rng: Rng::derive(seed, &["vm", &vm.name, "workload", &wis, "thread", &ti.to_string()]),
@@ -403,6 +408,7 @@ impl<S: Scheduler> Sim<S> {
             vm_vcpus,
             vm_timeslice,
             vm_names: sc.vms.iter().map(|v| v.name.clone()).collect(),
+            workload_threads: sc.vms.iter().flat_map(|v| v.workloads.iter().map(|w| w.threads)).collect(),
             vm_workload_base,
             kicks: Vec::new(),
             dirty: Vec::new(),
@@ -1092,10 +1098,12 @@ impl<S: Scheduler> Sim<S> {
                     }
                     th.pc += 1;
                 }
-                RtOp::Lock { lock, hold, mode } => {
+                RtOp::Lock { lock, hold, mode, shards } => {
                     let (hold, mode) = (hold.sample(&mut th.rng), *mode);
                     let vm = self.st.workloads[w].vm;
-                    let gl = self.st.vm_lock_base[vm as usize] + *lock;
+                    // Threads split into `shards` consecutive groups, one lock each.
+                    let per = self.st.workload_threads[w].div_ceil(*shards).max(1);
+                    let gl = self.st.vm_lock_base[vm as usize] + *lock + th.index_in_workload / per;
                     th.state = ThState::SpinLock { lock: gl, hold, mode };
                     if !self.try_lock(id, gl, true) {
                         return true;

@@ -11,11 +11,18 @@ use crate::scenario::Scenario;
 use serde::Serialize;
 
 /// (id, experiment file, scenario file). One line per reproduction.
-const EMBEDDED: &[(&str, &str, &str)] = &[(
-    "hyperv-root",
-    include_str!("../../../../scenarios/reproductions/hyperv-root/experiment.toml"),
-    include_str!("../../../../scenarios/reproductions/hyperv-root/scenario.toml"),
-)];
+const EMBEDDED: &[(&str, &str, &str)] = &[
+    (
+        "hyperv-root",
+        include_str!("../../../../scenarios/reproductions/hyperv-root/experiment.toml"),
+        include_str!("../../../../scenarios/reproductions/hyperv-root/scenario.toml"),
+    ),
+    (
+        "kvm-ple",
+        include_str!("../../../../scenarios/reproductions/kvm-ple/experiment.toml"),
+        include_str!("../../../../scenarios/reproductions/kvm-ple/scenario.toml"),
+    ),
+];
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Experiment {
@@ -30,6 +37,8 @@ pub struct Experiment {
     pub value: String,
     /// The relative distance to the paper the issue expects, if any.
     pub tolerance: Option<f64>,
+    /// Each case runs with this many consecutive seeds; figures are their means.
+    pub seeds: u64,
     pub metrics: Vec<Metric>,
     pub cases: Vec<Case>,
     #[serde(skip)]
@@ -202,11 +211,12 @@ fn parse_experiment(id: &str, text: &str, scenario_text: &str) -> Res<Experiment
         unit: metrics[0].unit.clone(),
         value: metrics[0].value.clone(),
         tolerance: t.opt_f64("tolerance", 0.0, 10.0)?,
+        seeds: t.opt_u64("seeds", 1, 1000)?.unwrap_or(1),
         metrics,
         cases,
         scenario_text: scenario_text.to_string(),
     };
-    t.finish(&["id", "title", "source", "notes", "metric", "unit", "value", "tolerance", "case", "axis", "paper", "scenario"])?;
+    t.finish(&["id", "title", "source", "notes", "metric", "unit", "value", "tolerance", "seeds", "case", "axis", "paper", "scenario"])?;
     Ok(e)
 }
 
@@ -263,18 +273,30 @@ pub fn run_case(exp: &Experiment, case_id: &str, seed: Option<u64>) -> Result<Ve
         Error::NotFound(format!("experiment {} has no case {case_id:?}; cases: {}", exp.id, ids.join(", ")))
     })?;
     let sc = case_scenario(exp, case)?;
-    let summary = run(&sc, seed, &RunOptions::default())?;
-    let json = serde_json::to_value(&summary).expect("summary serialises");
+    let first = seed.unwrap_or(sc.seed);
+    let mut sums = vec![(0.0, 0u64); exp.metrics.len()];
+    for s in first..first + exp.seeds {
+        let summary = run(&sc, Some(s), &RunOptions::default())?;
+        let json = serde_json::to_value(&summary).expect("summary serialises");
+        for (i, m) in exp.metrics.iter().enumerate() {
+            if let Some(v) = extract(&json, &m.value) {
+                sums[i].0 += v;
+                sums[i].1 += 1;
+            }
+        }
+    }
+    let mean = |i: usize| (sums[i].1 > 0).then(|| sums[i].0 / sums[i].1 as f64);
     Ok(exp
         .metrics
         .iter()
-        .map(|m| Row {
+        .enumerate()
+        .map(|(i, m)| Row {
             experiment: exp.id.clone(),
             case: case.id.clone(),
             metric: m.name.clone(),
             unit: m.unit.clone(),
             paper: case.paper.iter().find(|(n, _)| *n == m.name).map(|p| p.1),
-            sim: extract(&json, &m.value),
+            sim: mean(i),
             ratio: None,
         })
         .collect())

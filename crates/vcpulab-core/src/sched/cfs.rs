@@ -41,12 +41,16 @@
 //! true, `start_debit` true, `wakeup_preemption` true, `tunable_scaling` true.
 //!
 //! ## Fixes from the seed papers (the scenario's `[kvm.features]`)
-//! (b) `boost_ignores_vcpu_fairness`: the next buddy set by a directed yield is honoured
-//! unconditionally at the vCPU level (the VM level keeps its rule), and the spinner is
-//! charged the boosted vCPU's lead over the leftmost (its vruntime moves back by that
+//! (b) `boost_ignores_vcpu_fairness`: when the spinner and the boosted vCPU share a run
+//! queue (the spinner is what keeps the target from running), the next buddy is honoured
+//! unconditionally at the vCPU level (the VM level keeps its rule) and the spinner is
+//! charged the target's lead over the leftmost (the target's vruntime moves back by that
 //! amount, the spinner's forward): "lowering the spinner's own priority" (seed 004), so
-//! CPU time moves only inside the VM. (c) `migrate_boosted_to_spinner`: the target moves to
-//! the spinner's queue before the buddy is set.
+//! CPU time moves only inside the VM. A target on another pCPU keeps the usual buddy rule:
+//! forcing picks there lets two spinners that boost two vCPUs of one pCPU preempt each
+//! other every few microseconds, a livelock the papers do not report. (c)
+//! `migrate_boosted_to_spinner`: the target first moves to the spinner's queue, which
+//! makes (b) apply.
 //!
 //! ## Deviations
 //! - Group weights use runnable counts, not PELT load averages; balancing uses runnable

@@ -853,8 +853,13 @@ impl Fair {
             self.migrate_task(ctx, target, cpu);
             p_cpu = cpu;
         }
-        // Fix (b): charge the spinner for the fairness the boost breaks, inside the VM.
-        if req.ignore_vcpu_fairness {
+        // Fix (b), as the short paper (seed 004) puts it: when the spinner itself blocks the
+        // boosted vCPU (both on this run queue), the spinner lowers its own priority: the
+        // target runs now and the spinner is charged the lead the target had. A target on
+        // another pCPU keeps that pCPU's usual rule (forcing remote picks lets two spinners
+        // boosting two vCPUs of one pCPU preempt each other endlessly).
+        let force = req.ignore_vcpu_fairness && p_cpu == cpu;
+        if force {
             let rq = self.ents[target as usize].rq;
             let ahead = match self.policy {
                 Policy::Cfs => {
@@ -870,7 +875,7 @@ impl Fair {
                 self.reposition(me, (ahead as i128 * w_t as i128 / w_me.max(1) as i128) as i64);
             }
         }
-        self.set_next_buddy(target, p_cpu, req.ignore_vcpu_fairness);
+        self.set_next_buddy(target, p_cpu, force);
         self.yield_task(ctx, me, cpu);
         self.counters.bump(C_YIELD_OK);
         if p_cpu != cpu {
