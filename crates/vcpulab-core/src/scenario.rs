@@ -111,6 +111,9 @@ pub struct VmSpec {
     pub spinlock: LockKind,
     /// Time slice of the guest scheduler when several guest threads share a vCPU.
     pub guest_timeslice: SimDuration,
+    /// Each vCPU starts at a uniform random time in [0, start_jitter) (threads of a VM do
+    /// not start in the same nanosecond; without it, symmetric hosts run in lockstep).
+    pub start_jitter: SimDuration,
     pub workloads: Vec<WorkloadSpec>,
     /// Lock names used by this VM's workloads, in first-use order (index = lock id).
     pub locks: Vec<String>,
@@ -317,6 +320,7 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
     if guest_timeslice.ns() == 0 {
         return t.err("guest_timeslice", "must be longer than 0s");
     }
+    let start_jitter = t.opt_duration("start_jitter")?.unwrap_or(SimDuration::ZERO);
     let mut locks: Vec<String> = Vec::new();
     let workloads = match t.get("workload") {
         None => vec![],
@@ -326,6 +330,6 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
             .map(|w| workload::parse_workload(w, &mut locks, spinlock, vcpus))
             .collect::<Res<Vec<_>>>()?,
     };
-    t.finish(&["name", "vcpus", "weight", "affinity", "spinlock", "guest_timeslice", "workload"])?;
-    Ok(VmSpec { name, vcpus, weight, affinity, spinlock, guest_timeslice, workloads, locks })
+    t.finish(&["name", "vcpus", "weight", "affinity", "spinlock", "guest_timeslice", "start_jitter", "workload"])?;
+    Ok(VmSpec { name, vcpus, weight, affinity, spinlock, guest_timeslice, start_jitter, workloads, locks })
 }

@@ -450,10 +450,21 @@ impl<S: Scheduler> Sim<S> {
     pub fn run_full(mut self, sc: &Scenario) -> Result<RunOutput, SimError> {
         self.sched.init(ctx!(self));
         self.apply_out();
-        // Every vCPU with guest threads starts runnable; the others start halted.
-        for t in 0..self.st.tasks.len() {
-            if !self.st.tasks[t].local.is_empty() {
-                self.make_runnable(t as TaskId);
+        // Every vCPU with guest threads starts runnable (at once, or after its VM's start
+        // jitter); the others start halted.
+        for (vi, vm) in sc.vms.iter().enumerate() {
+            let mut rng = Rng::derive(self.st.seed, &["vm", &vm.name, "start"]);
+            for i in 0..vm.vcpus {
+                let t = self.st.vm_task_base[vi] + i;
+                if self.st.tasks[t as usize].local.is_empty() {
+                    continue;
+                }
+                if vm.start_jitter.ns() == 0 {
+                    self.make_runnable(t);
+                } else {
+                    let at = SimTime(rng.below(vm.start_jitter.ns()));
+                    self.st.q.push(at, EventKind::TaskStart { task: t });
+                }
             }
         }
         for w in 0..self.st.workloads.len() {
@@ -501,6 +512,12 @@ impl<S: Scheduler> Sim<S> {
                 EventKind::Warmup => {
                     self.reset_metrics();
                     continue;
+                }
+                EventKind::TaskStart { task } => {
+                    // An IPI may already have woken it.
+                    if self.view.state[task as usize] == RunState::Halted {
+                        self.make_runnable(task);
+                    }
                 }
             }
             self.st.h.events += 1;

@@ -18,6 +18,8 @@ pub enum EventKind {
     Global { gen: u32 },
     /// End of warm-up: metrics are reset.
     Warmup,
+    /// A vCPU with guest threads starts (after its VM's start jitter).
+    TaskStart { task: u32 },
 }
 
 /// An event as stored in the heap: 24 bytes. The kind and its fields are packed into
@@ -66,6 +68,7 @@ impl EventKind {
             EventKind::Arrival { workload } => (2, workload, 0),
             EventKind::Global { gen } => (3, 0, gen),
             EventKind::Warmup => (4, 0, 0),
+            EventKind::TaskStart { task } => (5, task, 0),
         };
         debug_assert!(id <= ID_MAX);
         (k << 56) | ((id as u64) << 32) | gen as u64
@@ -79,7 +82,8 @@ impl EventKind {
             1 => EventKind::ThreadWake { thread: id },
             2 => EventKind::Arrival { workload: id },
             3 => EventKind::Global { gen },
-            _ => EventKind::Warmup,
+            4 => EventKind::Warmup,
+            _ => EventKind::TaskStart { task: id },
         }
     }
 }

@@ -138,6 +138,10 @@ pub struct Fair {
     /// pCPUs with nothing queued or running.
     idle_cpus: BTreeSet<u32>,
     last_balance: Vec<[u64; 3]>,
+    /// `rq->avg_idle`: EWMA (1/8) of idle period lengths, capped at 2 x migration_cost.
+    avg_idle: Vec<u64>,
+    /// When the pCPU went idle, while it is idle.
+    idle_since: Vec<Option<u64>>,
     nr_balance_failed: Vec<[u32; 3]>,
     /// Active balance: the running task of this pCPU is to move to that pCPU when it
     /// next reschedules.
@@ -171,6 +175,8 @@ impl Fair {
             cpu_tasks: vec![],
             idle_cpus: BTreeSet::new(),
             last_balance: vec![],
+            avg_idle: vec![],
+            idle_since: vec![],
             nr_balance_failed: vec![],
             active_move: vec![],
             task_cpu: vec![],
@@ -212,6 +218,8 @@ impl Fair {
         // other in the same instant (and undo each other's pull before the task runs).
         self.last_balance = (0..self.ncpus as u64).map(|c| [c * self.tun.tick; 3]).collect();
         self.nr_balance_failed = vec![[0; 3]; self.ncpus];
+        self.avg_idle = vec![2 * self.tun.migration_cost; self.ncpus];
+        self.idle_since = vec![Some(0); self.ncpus];
         self.active_move = vec![None; self.ncpus];
         self.task_vm = v.tasks.iter().map(|t| t.vm).collect();
         self.pulled_at = vec![0; self.ntasks];
@@ -749,6 +757,12 @@ impl Fair {
 
     pub fn block(&mut self, ctx: &mut SchedCtx, cpu: CpuId, t: TaskId) {
         self.dequeue_task(ctx, t, cpu);
+        // Put it back now, as schedule() does under the same run-queue lock: the task may
+        // be woken and queued elsewhere before this pCPU picks again.
+        if self.running[cpu as usize] == Some(t) {
+            self.running[cpu as usize] = None;
+            self.put_prev_task(ctx, t, cpu);
+        }
     }
 
     pub fn pick_next(&mut self, ctx: &mut SchedCtx, cpu: CpuId, _prev: Option<TaskId>) -> Option<TaskId> {
@@ -765,16 +779,24 @@ impl Fair {
                 }
             }
         }
-        if self.h_nr[cpu as usize] == 0 {
+        // idle_balance() is skipped when this pCPU's idle periods are short on average.
+        if self.h_nr[cpu as usize] == 0 && self.avg_idle[cpu as usize] >= self.tun.migration_cost {
             self.newidle_balance(ctx, cpu, false);
         }
         match self.pick_task(ctx, cpu) {
             Some(t) => {
+                if let Some(since) = self.idle_since[cpu as usize].take() {
+                    let idle = ctx.now.0 - since;
+                    let avg = self.avg_idle[cpu as usize] as i64;
+                    let new = (avg + (idle as i64 - avg) / 8) as u64;
+                    self.avg_idle[cpu as usize] = new.min(2 * self.tun.migration_cost);
+                }
                 self.running[cpu as usize] = Some(t);
                 ctx.set_timer(cpu, ctx.now + SimDuration(self.tun.tick));
                 Some(t)
             }
             None => {
+                self.idle_since[cpu as usize].get_or_insert(ctx.now.0);
                 self.counters.bump(C_PICK_IDLE);
                 ctx.cancel_timer(cpu);
                 None
@@ -796,12 +818,16 @@ impl Fair {
         self.periodic_balance(ctx, cpu);
         if self.h_nr[cpu as usize] >= 2 {
             // nohz idle balance: kick an idle pCPU that could take one of our tasks.
+            // Only pCPUs idle long enough to have stopped their tick (nohz) are balanced
+            // on behalf; a pCPU whose vCPU halts for microseconds is not.
             let kick = self.idle_cpus.iter().copied().find(|&c| {
-                self.running[c as usize].is_none() && self.queued_tasks(cpu).any(|q| ctx.allowed(q, c))
+                self.running[c as usize].is_none()
+                    && self.avg_idle[c as usize] >= self.tun.migration_cost
+                    && self.queued_tasks(cpu).any(|q| ctx.allowed(q, c))
             });
             if let Some(c) = kick {
                 self.counters.bump(C_NOHZ_KICK);
-                self.newidle_balance(ctx, c, true);
+                self.newidle_balance(ctx, c, false);
                 if self.h_nr[c as usize] > 0 {
                     ctx.resched(c);
                 }
@@ -930,6 +956,24 @@ impl Fair {
         self.cpu_tasks[cpu as usize].iter().copied().filter(move |&t| Some(t) != running)
     }
 
+    /// A pCPU's load as the balancer sees it: the root queue's weight (group entities in
+    /// group mode, tasks otherwise).
+    fn cpu_load(&self, cpu: u32) -> u64 {
+        self.rqs[cpu as usize].load
+    }
+
+    /// A task's hierarchical load (`task_h_load`): its share of its group entity's weight.
+    fn task_h_load(&self, t: TaskId) -> u64 {
+        let e = &self.ents[t as usize];
+        if !self.tun.group_per_vm {
+            return e.weight;
+        }
+        let cpu = self.task_cpu[t as usize];
+        let ge = &self.ents[self.group_ent(self.task_vm[t as usize], cpu) as usize];
+        let group_load = self.rqs[self.leaf_rq(t, cpu) as usize].load.max(1);
+        ge.weight * e.weight / group_load
+    }
+
     /// Queued tasks in the order `detach_tasks` tries them: least recently run first
     /// (the tail of `cfs_tasks`).
     fn pull_order(&self, cpu: u32) -> Vec<TaskId> {
@@ -978,15 +1022,15 @@ impl Fair {
                 continue;
             }
             self.last_balance[cpu as usize][level] = now;
-            let this = self.h_load[cpu as usize];
+            let this = self.cpu_load(cpu);
             let busiest = self.domains[cpu as usize][level]
                 .iter()
                 .copied()
                 .filter(|&c| c != cpu && self.h_nr[c as usize] >= 2)
-                .max_by_key(|&c| (self.h_load[c as usize], std::cmp::Reverse(c)));
+                .max_by_key(|&c| (self.cpu_load(c), std::cmp::Reverse(c)));
             let Some(src) = busiest else { continue };
             let pct = [110, 117, 125][level];
-            if self.h_load[src as usize] * 100 <= this * pct {
+            if self.cpu_load(src) * 100 <= this * pct {
                 self.nr_balance_failed[cpu as usize][level] = 0;
                 continue;
             }
@@ -995,7 +1039,7 @@ impl Fair {
             let nice_tries = [0, 1, 1][level];
             let failed = self.nr_balance_failed[cpu as usize][level];
             let allow_hot = failed > nice_tries;
-            let mut imbalance = (self.h_load[src as usize] - this) / 2;
+            let mut imbalance = (self.cpu_load(src) - this) / 2;
             let mut moved = false;
             let cands: Vec<TaskId> = self
                 .pull_order(src)
@@ -1004,7 +1048,7 @@ impl Fair {
                 .filter(|&t| self.pulled_at[t as usize] == 0 || now >= self.pulled_at[t as usize] + interval)
                 .collect();
             for t in cands {
-                let w = self.vm_shares[self.task_vm[t as usize] as usize];
+                let w = self.task_h_load(t);
                 if w / 2 > imbalance {
                     continue;
                 }
