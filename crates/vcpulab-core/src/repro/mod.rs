@@ -22,6 +22,21 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         include_str!("../../../../scenarios/reproductions/kvm-ple/experiment.toml"),
         include_str!("../../../../scenarios/reproductions/kvm-ple/scenario.toml"),
     ),
+    (
+        "kvm-ple-short",
+        include_str!("../../../../scenarios/reproductions/kvm-ple-short/experiment.toml"),
+        include_str!("../../../../scenarios/reproductions/kvm-ple-short/scenario.toml"),
+    ),
+    (
+        "kvm-ple-eevdf",
+        include_str!("../../../../scenarios/reproductions/kvm-ple-eevdf/experiment.toml"),
+        include_str!("../../../../scenarios/reproductions/kvm-ple/scenario.toml"),
+    ),
+    (
+        "kvm-ple-short-eevdf",
+        include_str!("../../../../scenarios/reproductions/kvm-ple-short-eevdf/experiment.toml"),
+        include_str!("../../../../scenarios/reproductions/kvm-ple-short/scenario.toml"),
+    ),
 ];
 
 #[derive(Clone, Debug, Serialize)]
@@ -134,6 +149,8 @@ fn parse_experiment(id: &str, text: &str, scenario_text: &str) -> Res<Experiment
         });
     }
     let first = metrics[0].name.clone();
+    // Edits applied to every case before its own (e.g. another host scheduler).
+    let (base_set, base_remove) = parse_edits(&t)?;
     let mut cases = Vec::new();
     // Explicit cases.
     if let Some(cs) = t.get("case") {
@@ -185,6 +202,14 @@ fn parse_experiment(id: &str, text: &str, scenario_text: &str) -> Res<Experiment
         }
         cases.extend(grid);
     }
+    for c in &mut cases {
+        let mut set = base_set.clone();
+        set.append(&mut c.set);
+        c.set = set;
+        let mut remove = base_remove.clone();
+        remove.append(&mut c.remove);
+        c.remove = remove;
+    }
     // Paper figures by (case, metric).
     if let Some(ps) = t.get("paper") {
         for p in ps.array()? {
@@ -216,7 +241,7 @@ fn parse_experiment(id: &str, text: &str, scenario_text: &str) -> Res<Experiment
         cases,
         scenario_text: scenario_text.to_string(),
     };
-    t.finish(&["id", "title", "source", "notes", "metric", "unit", "value", "tolerance", "seeds", "case", "axis", "paper", "scenario"])?;
+    t.finish(&["id", "title", "source", "notes", "metric", "unit", "value", "tolerance", "seeds", "case", "axis", "paper", "scenario", "set", "remove"])?;
     Ok(e)
 }
 

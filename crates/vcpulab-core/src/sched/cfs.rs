@@ -43,14 +43,15 @@
 //! ## Fixes from the seed papers (the scenario's `[kvm.features]`)
 //! (b) `boost_ignores_vcpu_fairness`: when the spinner and the boosted vCPU share a run
 //! queue (the spinner is what keeps the target from running), the next buddy is honoured
-//! unconditionally at the vCPU level (the VM level keeps its rule) and the spinner is
-//! charged the target's lead over the leftmost (the target's vruntime moves back by that
-//! amount, the spinner's forward): "lowering the spinner's own priority" (seed 004), so
-//! CPU time moves only inside the VM. A target on another pCPU keeps the usual buddy rule:
-//! forcing picks there lets two spinners that boost two vCPUs of one pCPU preempt each
-//! other every few microseconds, a livelock the papers do not report. (c)
-//! `migrate_boosted_to_spinner`: the target first moves to the spinner's queue, which
-//! makes (b) apply.
+//! unconditionally at the vCPU level; the VM level keeps its rule. The target's CPU time
+//! is charged to its VM's group entity as usual, which is what keeps fairness between VMs
+//! (with `group_per_vm`); like the long paper's implementation (seed 000, sec. 6) there is
+//! no per-vCPU charge-back. (Charging the spinner the target's lead was tried: with ticket
+//! locks the spinner is usually the next waiter, so the charge manufactured lock-waiter
+//! preemption.) A target on another pCPU keeps the usual buddy rule: forcing picks there
+//! lets two spinners that boost two vCPUs of one pCPU preempt each other every few
+//! microseconds, a livelock the papers do not report. (c) `migrate_boosted_to_spinner`:
+//! the target first moves to the spinner's queue, which makes (b) apply.
 //!
 //! ## Deviations
 //! - Group weights use runnable counts, not PELT load averages; balancing uses runnable

@@ -27,8 +27,8 @@
 //! false, `buddy_rule` "6.14", `tunable_scaling` true.
 //!
 //! ## Fixes from the seed papers
-//! (b): the yield_to buddy is honoured even if ineligible, and the spinner is charged the
-//! target's negative lag; (c): the target moves to the spinner's queue. See `cfs`.
+//! (b): on the spinner's own run queue the yield_to buddy is honoured even if ineligible;
+//! (c): the target moves to the spinner's queue. See `cfs`.
 //!
 //! ## Deviations
 //! - No DELAY_DEQUEUE (6.12+) or PREEMPT_SHORT; no custom slices. V is computed exactly

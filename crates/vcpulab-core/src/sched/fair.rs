@@ -879,28 +879,14 @@ impl Fair {
             self.migrate_task(ctx, target, cpu);
             p_cpu = cpu;
         }
-        // Fix (b), as the short paper (seed 004) puts it: when the spinner itself blocks the
-        // boosted vCPU (both on this run queue), the spinner lowers its own priority: the
-        // target runs now and the spinner is charged the lead the target had. A target on
-        // another pCPU keeps that pCPU's usual rule (forcing remote picks lets two spinners
-        // boosting two vCPUs of one pCPU preempt each other endlessly).
+        // Fix (b): when the spinner itself keeps the boosted vCPU from running (both on this
+        // run queue), the target is picked regardless of per-vCPU fairness ("the spinner
+        // lowers its own priority", seed 004). Its CPU time is charged to its VM's group
+        // entity as usual, which keeps fairness between VMs; like the long paper (seed 000,
+        // sec. 6) no per-vCPU charge-back is made. A target on another pCPU keeps that pCPU's
+        // usual rule: forcing picks there lets two spinners that boost two vCPUs of one pCPU
+        // preempt each other endlessly.
         let force = req.ignore_vcpu_fairness && p_cpu == cpu;
-        if force {
-            let rq = self.ents[target as usize].rq;
-            let ahead = match self.policy {
-                Policy::Cfs => {
-                    let left = self.rqs[rq as usize].tree.first().map_or(0, |k| k.0);
-                    self.ents[target as usize].vruntime - left
-                }
-                Policy::Eevdf { .. } => self.ents[target as usize].vruntime - self.avg_vruntime(rq),
-            };
-            if ahead > 0 {
-                let w_t = self.ents[target as usize].weight;
-                let w_me = self.ents[me as usize].weight;
-                self.reposition(target, -ahead);
-                self.reposition(me, (ahead as i128 * w_t as i128 / w_me.max(1) as i128) as i64);
-            }
-        }
         self.set_next_buddy(target, p_cpu, force);
         self.yield_task(ctx, me, cpu);
         self.counters.bump(C_YIELD_OK);
@@ -909,20 +895,6 @@ impl Fair {
         }
         ctx.resched(cpu);
         YieldResult::Yielded
-    }
-
-    /// Shifts an entity's vruntime, keeping the tree ordered.
-    fn reposition(&mut self, e: u32, delta: i64) {
-        let rq = self.ents[e as usize].rq as usize;
-        let key = self.key(e);
-        let in_tree = self.rqs[rq].tree.remove(&key);
-        let ent = &mut self.ents[e as usize];
-        ent.vruntime += delta;
-        ent.deadline += delta;
-        let key = (ent.vruntime, e);
-        if in_tree {
-            self.rqs[rq].tree.insert(key);
-        }
     }
 
     /// `yield_task_fair` for the running task.
@@ -1121,9 +1093,11 @@ mod tests {
         }
         // Hand-set positions: task 1 is the leftmost, task 2 leads it by `lead`, task 0 last.
         for (t, v) in [(0u32, 10_000_000i64), (1, 0), (2, lead)] {
-            let cur = f.ents[t as usize].vruntime;
-            f.reposition(t, v - cur);
+            let old = f.key(t);
+            f.rqs[0].tree.remove(&old);
+            f.ents[t as usize].vruntime = v;
             f.ents[t as usize].deadline = v + 1_000_000;
+            f.rqs[0].tree.insert((v, t));
         }
         f.rqs[0].next = Some(2);
         f
