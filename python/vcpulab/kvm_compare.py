@@ -5,6 +5,10 @@ Each case builds a KVM scenario and a simulator scenario with the same guest pro
 The real side is repeated (median and relative spread (max-min)/median); the simulated
 side runs once (deterministic). Until the simulator lists the ``eevdf`` scheduler, ``sim``
 is null and a note says why.
+
+The user-space PLE cases (``ple-<policy>``) map onto the simulator's own PLE model (the
+``[kvm]`` table); see ``PLE_SIM`` for which simulated configuration stands for which harness
+policy, and why.
 """
 
 from __future__ import annotations
@@ -25,6 +29,47 @@ HOLD = "12ns"  # critical section
 BARRIER_WORK = "30ns"
 WAKE_GAP = {"dist": "uniform", "min": "1ms", "max": "3ms"}
 PLE_WINDOW = 4096  # spins (~100 us with PAUSE) before the user-space PLE exit
+PAUSE_NS = 24.7  # one PAUSE in the guest on these hosts (KVM notes: 1e8 PAUSEs, 24.7 ns each)
+SIM_BASE_GHZ = 1.0  # the simulated host's base clock (no turbo table: base_ghz defaults to 1.0)
+PLE_EXIT_COST = "32us"  # one OUT -> user space -> KVM_RUN round trip from CPL3 (KVM notes)
+
+# The harness's user-space PLE policies and their closest counterpart in the simulator's
+# KVM model. Common to all: the harness's guest spins at CPL3 on an AMD host, so the
+# simulated lock is a user-mode lock (`mode = "user"`) under `vendor = "amd"`: AMD's pause
+# filter counts user-mode spins, and a user-mode spinner's handler applies no kernel-mode
+# filter to candidates, like the harness (which skips only the spinner and finished vCPUs).
+# The window is fixed (the harness does not grow it): 4096 spins x 24.7 ns = ~101 us; each
+# exit costs the PVM world switch. The simulated handler always tries a directed yield
+# (`yield_to`: next buddy on the target, the spinner's deadline one slice later); which
+# buddy rule and fixes make it closest to each harness policy:
+#   policy       -> ([kvm] overrides, [kvm.features], eevdf buddy_rule, why)
+PLE_SIM: dict[str, tuple[dict[str, Any], dict[str, bool], Optional[str], str]] = {
+    # The harness exits and does nothing. The simulator has no "exit without handler":
+    # with [kvm] every exit runs kvm_vcpu_on_spin. The closest is ple = false (spinning
+    # without exits), which leaves out the exits' cost: a lower bound on the real cost.
+    "none": ({"ple": False}, {}, None,
+             "ple = false: the sim cannot exit without trying a directed yield, so it spins without exits "
+             "(no exit cost: a lower bound)"),
+    # sched_yield on the spinner: its deadline one slice later, nobody chosen. The upstream
+    # handler under the 6.6-6.13 buddy rule (next buddy ignored) reduces to exactly that.
+    "yield": ({}, {}, "6.6",
+              "upstream kvm_vcpu_on_spin with the 6.6 buddy rule: the buddy is ignored, so the directed "
+              "yield reduces to the spinner's yield, as sched_yield"),
+    # Candidate to nice -20 / SCHED_FIFO 1, then the spinner yields: the candidate runs
+    # regardless of per-vCPU fairness = fix (b). The sim forces the pick on the spinner's
+    # run queue; elsewhere the running kernel's (6.14+) rule honours an eligible buddy.
+    "boost": ({}, {"boost_ignores_vcpu_fairness": True}, "6.14",
+              "fix (b): the boosted vCPU is picked regardless of per-vCPU fairness (forced on the spinner's "
+              "run queue, if eligible elsewhere); the sim does not model the nice -20 weight itself"),
+    "boost-fifo": ({}, {"boost_ignores_vcpu_fairness": True}, "6.14",
+                   "fix (b), as boost: the sim has one fairness override for both; the RT class's absolute "
+                   "priority over the fair class is not modelled"),
+    # The candidate's affinity set to the spinner's CPU, then the spinner yields: no
+    # priority change, so fix (c) alone, with the buddy ignored (the harness sets none).
+    "migrate": ({}, {"migrate_boosted_to_spinner": True}, "6.6",
+                "fix (c) alone: the candidate moves to the spinner's run queue, then a plain yield (no fairness "
+                "override, buddy ignored, as the harness only changes affinity)"),
+}
 NICE19_WEIGHT, NICE0_WEIGHT = 15, 1024
 
 
@@ -138,10 +183,27 @@ def cases() -> list[dict[str, Any]]:
         note="compute N=4: vCPUs 0-1 in a cgroup with cpu.shares 8192, 2-3 with 128; sim: two VMs with those weights, a group per VM")
     for pol in K.PLE_POLICIES:
         ops = [{"op": "compute", "duration": NCS}, {"op": "lock", "lock": "l", "kind": "ticket", "hold": HOLD}]
-        add(f"ple-{pol}", _kvm_sc(f"ple-{pol}", 4, [_prog(ops, 4)], kvm={"ple": {"window": PLE_WINDOW, "policy": pol}}), None,
-            [("ns_per_op", "ns", lambda s: w0(s).get("ns_per_op"), lambda s: None)],
-            note=f"ticket N=4 with the user-space PLE (window {PLE_WINDOW} spins); sim: not mapped onto the simulator's [kvm] PLE model yet")
+        sim_ops = [ops[0], {**ops[1], "mode": "user"}]
+        kvm_over, feats, buddy, why = PLE_SIM[pol]
+
+        def ple_sim(sched: dict[str, Any], kvm_over: dict[str, Any] = kvm_over, feats: dict[str, bool] = feats,
+                    buddy: Optional[str] = buddy, pol: str = pol, sim_ops: list[dict[str, Any]] = sim_ops) -> dict[str, Any]:
+            if buddy is not None and "buddy_rule" in sched.get("_params", ()):
+                sched = {**sched, "buddy_rule": buddy}
+            sc = _sim_sc(f"ple-{pol}", [{"name": "guest", "vcpus": 4, "workload": [_prog(sim_ops, 4)]}], "200ms", sched)
+            sc["kvm"] = {**ple_sim_kvm(), **kvm_over, "features": feats}
+            return sc
+
+        add(f"ple-{pol}", _kvm_sc(f"ple-{pol}", 4, [_prog(ops, 4)], kvm={"ple": {"window": PLE_WINDOW, "policy": pol}}), ple_sim,
+            [("ns_per_op", "ns", lambda s: w0(s).get("ns_per_op"), lambda s: 1e9 / s["vms"][0]["throughput"] if s["vms"][0]["throughput"] else None)],
+            note=f"ticket N=4 with the user-space PLE (window {PLE_WINDOW} spins, policy {pol}); sim: {why}")
     return out
+
+
+def ple_sim_kvm() -> dict[str, Any]:
+    """The simulator's [kvm] table shared by the ple-* cases (see PLE_SIM)."""
+    return {"vendor": "amd", "ple": True, "ple_window": round(PLE_WINDOW * PAUSE_NS * SIM_BASE_GHZ),
+            "ple_window_grow": 1, "ple_exit_cost": PLE_EXIT_COST}
 
 
 def _ratio(s: dict[str, Any], num: tuple[int, ...], den: tuple[int, ...]) -> Optional[float]:

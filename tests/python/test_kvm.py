@@ -166,3 +166,32 @@ def test_compare_rows(capsys):
         assert all(r["sim"] is None for r in rows) and why in rows[0]["note"]
         pytest.skip(f"sim assertions skipped: {why}")
     assert all(r["sim"] is not None for r in rows)
+
+
+def test_ple_cases_map_onto_the_sim_ple_model():
+    """Every ple-<policy> case has a simulated counterpart (see kvm_compare.PLE_SIM) that the
+    simulator runs: user-mode ticket lock on AMD, fixed window, the mapped fixes and buddy rule."""
+    from vcpulab import api, kvm_compare
+
+    sched, why = kvm_compare.sim_scheduler()
+    if sched is None:
+        pytest.skip(why)
+    expect = {"none": (False, {}, None), "yield": (True, {}, "6.6"),
+              "boost": (True, {"boost_ignores_vcpu_fairness": True}, "6.14"),
+              "boost-fifo": (True, {"boost_ignores_vcpu_fairness": True}, "6.14"),
+              "migrate": (True, {"migrate_boosted_to_spinner": True}, "6.6")}
+    cases = kvm_compare.select(["ple-"])
+    assert [c["id"] for c in cases] == [f"ple-{p}" for p in kvm.PLE_POLICIES]
+    for c in cases:
+        ple, feats, buddy = expect[c["id"][4:]]
+        sc = c["sim"](sched)
+        assert sc["kvm"]["vendor"] == "amd" and sc["kvm"]["ple"] is ple and sc["kvm"]["features"] == feats
+        assert sc["kvm"]["ple_window_grow"] == 1 and sc["kvm"]["ple_window"] == round(4096 * kvm_compare.PAUSE_NS)
+        assert sc["vm"][0]["workload"][0]["ops"][1]["mode"] == "user"
+        assert sc["scheduler"].get("buddy_rule") == buddy
+        sc["scheduler"] = {k: v for k, v in sc["scheduler"].items() if not k.startswith("_")}
+        s = api.run(sc).summary
+        assert s["vms"][0]["throughput"] > 0
+        if ple:
+            assert s["vms"][0]["ple"]["exits"] > 0 and s["vms"][0]["ple"]["yield_successes"] > 0
+        assert c["rows"][0][3](s) == pytest.approx(1e9 / s["vms"][0]["throughput"])
