@@ -125,7 +125,7 @@ def test_reproduce_rows_and_frame():
     df = vcpulab.reproduce_frame("hyperv-root")
     assert list(df.columns) == ["experiment", "case", "metric", "unit", "paper", "sim", "ratio"]
     assert list(df["case"]) == [r["case"] for r in rows]
-    assert vcpulab.reproduce() == rows  # all experiments (only one today)
+    assert vcpulab.reproduce(["hyperv-root"]) == rows  # deterministic
 
 
 def test_reproduce_unknown():
