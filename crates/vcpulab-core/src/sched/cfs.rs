@@ -59,7 +59,7 @@
 //! - No throttling (CFS bandwidth), no SCHED_IDLE/BATCH, no child-runs-first.
 
 use super::fair::{Fair, Policy, Tunables};
-use super::{CpuId, ParamInfo, ParamKind, Params, SchedCtx, Scheduler, TaskId, YieldRequest, YieldResult};
+use super::{ParamInfo, ParamKind, Params};
 
 pub const DESCRIPTION: &str = "Linux 4.15 CFS: vruntime queues, buddies, yield_to as upstream, load balancing, optional cgroup per VM";
 
@@ -76,59 +76,22 @@ pub const PARAMS: &[ParamInfo] = &[
     ParamInfo { name: "wakeup_preemption", kind: ParamKind::Bool, default: "true", help: "wake-ups may preempt" },
 ];
 
-pub fn tunables(p: &Params, base_slice: u64) -> Tunables {
-    Tunables {
-        latency: p.duration("latency").ns(),
-        min_granularity: p.duration("min_granularity").ns(),
-        wakeup_granularity: p.duration("wakeup_granularity").ns(),
-        base_slice,
-        tick: p.duration("tick").ns(),
-        migration_cost: p.duration("migration_cost").ns(),
-        group_per_vm: p.bool("group_per_vm"),
-        gentle_fair_sleepers: p.bool("gentle_fair_sleepers"),
-        start_debit: p.bool("start_debit"),
-        wakeup_preemption: p.bool("wakeup_preemption"),
-    }
-}
-
-pub struct Cfs {
-    fair: Fair,
-    scaling: bool,
-}
-
-impl Cfs {
-    pub fn new(p: &Params) -> Cfs {
-        Cfs { fair: Fair::new(Policy::Cfs, tunables(p, 0)), scaling: p.bool("tunable_scaling") }
-    }
-}
-
-impl Scheduler for Cfs {
-    fn init(&mut self, ctx: &mut SchedCtx) {
-        if self.scaling {
-            let f = super::fair::scale_factor(ctx.ncpus());
-            let t = &mut self.fair.tun;
-            t.latency *= f;
-            t.min_granularity *= f;
-            t.wakeup_granularity *= f;
-        }
-        self.fair.init(ctx);
-    }
-    fn wake(&mut self, ctx: &mut SchedCtx, t: TaskId) {
-        self.fair.wake(ctx, t)
-    }
-    fn block(&mut self, ctx: &mut SchedCtx, cpu: CpuId, t: TaskId) {
-        self.fair.block(ctx, cpu, t)
-    }
-    fn pick_next(&mut self, ctx: &mut SchedCtx, cpu: CpuId, prev: Option<TaskId>) -> Option<TaskId> {
-        self.fair.pick_next(ctx, cpu, prev)
-    }
-    fn timer(&mut self, ctx: &mut SchedCtx, cpu: CpuId) {
-        self.fair.tick(ctx, cpu)
-    }
-    fn yield_to(&mut self, ctx: &mut SchedCtx, req: YieldRequest) -> YieldResult {
-        self.fair.yield_to(ctx, req)
-    }
-    fn counters(&self) -> Vec<(&'static str, u64)> {
-        self.fair.counters.list()
-    }
+/// CFS of 4.15 over the shared fair-class machinery.
+pub fn new(p: &Params) -> Fair {
+    Fair::new(
+        Policy::Cfs,
+        Tunables {
+            latency: p.duration("latency").ns(),
+            min_granularity: p.duration("min_granularity").ns(),
+            wakeup_granularity: p.duration("wakeup_granularity").ns(),
+            base_slice: 0,
+            tick: p.duration("tick").ns(),
+            migration_cost: p.duration("migration_cost").ns(),
+            group_per_vm: p.bool("group_per_vm"),
+            tunable_scaling: p.bool("tunable_scaling"),
+            gentle_fair_sleepers: p.bool("gentle_fair_sleepers"),
+            start_debit: p.bool("start_debit"),
+            wakeup_preemption: p.bool("wakeup_preemption"),
+        },
+    )
 }

@@ -35,8 +35,8 @@
 //!   (O(queue length)) rather than with the kernel's incremental sums.
 //! - As in `cfs`: runnable counts instead of PELT, no wake_affine, no NUMA balancing.
 
-use super::fair::{Fair, Policy};
-use super::{CpuId, ParamInfo, ParamKind, Params, SchedCtx, Scheduler, TaskId, YieldRequest, YieldResult};
+use super::fair::{Fair, Policy, Tunables};
+use super::{ParamInfo, ParamKind, Params};
 
 pub const DESCRIPTION: &str = "Linux 6.6+ EEVDF: eligibility by lag, earliest virtual deadline, 6.6 or 6.14 buddy rule, yield_to";
 
@@ -49,14 +49,13 @@ pub const PARAMS: &[ParamInfo] = &[
     ParamInfo { name: "buddy_rule", kind: ParamKind::Choice(&["6.14", "6.6"]), default: "6.14", help: "6.14: next buddy honoured if eligible (PICK_BUDDY); 6.6: ignored (NEXT_BUDDY off)" },
 ];
 
-pub struct Eevdf {
-    fair: Fair,
-    scaling: bool,
-}
-
-impl Eevdf {
-    pub fn new(p: &Params) -> Eevdf {
-        let tun = super::fair::Tunables {
+/// EEVDF over the shared fair-class machinery. The CFS-only tunables (latency,
+/// granularities, sleeper placement) are unused by the EEVDF policy.
+pub fn new(p: &Params) -> Fair {
+    let pick_buddy = p.choice("buddy_rule") == "6.14";
+    Fair::new(
+        Policy::Eevdf { pick_buddy },
+        Tunables {
             latency: 6_000_000,
             min_granularity: 750_000,
             wakeup_granularity: 1_000_000,
@@ -64,38 +63,10 @@ impl Eevdf {
             tick: p.duration("tick").ns(),
             migration_cost: p.duration("migration_cost").ns(),
             group_per_vm: p.bool("group_per_vm"),
+            tunable_scaling: p.bool("tunable_scaling"),
             gentle_fair_sleepers: true,
             start_debit: false,
             wakeup_preemption: true,
-        };
-        let pick_buddy = p.choice("buddy_rule") == "6.14";
-        Eevdf { fair: Fair::new(Policy::Eevdf { pick_buddy }, tun), scaling: p.bool("tunable_scaling") }
-    }
-}
-
-impl Scheduler for Eevdf {
-    fn init(&mut self, ctx: &mut SchedCtx) {
-        if self.scaling {
-            self.fair.tun.base_slice *= super::fair::scale_factor(ctx.ncpus());
-        }
-        self.fair.init(ctx);
-    }
-    fn wake(&mut self, ctx: &mut SchedCtx, t: TaskId) {
-        self.fair.wake(ctx, t)
-    }
-    fn block(&mut self, ctx: &mut SchedCtx, cpu: CpuId, t: TaskId) {
-        self.fair.block(ctx, cpu, t)
-    }
-    fn pick_next(&mut self, ctx: &mut SchedCtx, cpu: CpuId, prev: Option<TaskId>) -> Option<TaskId> {
-        self.fair.pick_next(ctx, cpu, prev)
-    }
-    fn timer(&mut self, ctx: &mut SchedCtx, cpu: CpuId) {
-        self.fair.tick(ctx, cpu)
-    }
-    fn yield_to(&mut self, ctx: &mut SchedCtx, req: YieldRequest) -> YieldResult {
-        self.fair.yield_to(ctx, req)
-    }
-    fn counters(&self) -> Vec<(&'static str, u64)> {
-        self.fair.counters.list()
-    }
+        },
+    )
 }

@@ -5,7 +5,7 @@
 //! The policy differences (placement, picking, preemption, yield) branch on `Policy`.
 //! The rules and their kernel sources are written down in `cfs.rs` and `eevdf.rs`.
 
-use super::{CpuId, SchedCtx, TaskId, YieldRequest, YieldResult};
+use super::{CpuId, SchedCtx, Scheduler, TaskId, YieldRequest, YieldResult};
 use crate::time::SimDuration;
 use std::collections::BTreeSet;
 
@@ -32,6 +32,8 @@ pub struct Tunables {
     pub tick: u64,
     pub migration_cost: u64,
     pub group_per_vm: bool,
+    /// Scale latency, granularities and base slice by 1 + ilog2(min(ncpus, 8)).
+    pub tunable_scaling: bool,
     pub gentle_fair_sleepers: bool,
     pub start_debit: bool,
     pub wakeup_preemption: bool,
@@ -189,6 +191,14 @@ impl Fair {
     }
 
     pub fn init(&mut self, ctx: &mut SchedCtx) {
+        if self.tun.tunable_scaling {
+            let k = scale_factor(ctx.ncpus());
+            let t = &mut self.tun;
+            t.latency *= k;
+            t.min_granularity *= k;
+            t.wakeup_granularity *= k;
+            t.base_slice *= k;
+        }
         let v = ctx.view;
         self.ncpus = v.topo.ncpus();
         self.ntasks = v.tasks.len();
@@ -1049,6 +1059,30 @@ impl Fair {
     }
 }
 
+impl Scheduler for Fair {
+    fn init(&mut self, ctx: &mut SchedCtx) {
+        Fair::init(self, ctx)
+    }
+    fn wake(&mut self, ctx: &mut SchedCtx, t: TaskId) {
+        Fair::wake(self, ctx, t)
+    }
+    fn block(&mut self, ctx: &mut SchedCtx, cpu: CpuId, t: TaskId) {
+        Fair::block(self, ctx, cpu, t)
+    }
+    fn pick_next(&mut self, ctx: &mut SchedCtx, cpu: CpuId, prev: Option<TaskId>) -> Option<TaskId> {
+        Fair::pick_next(self, ctx, cpu, prev)
+    }
+    fn timer(&mut self, ctx: &mut SchedCtx, cpu: CpuId) {
+        self.tick(ctx, cpu)
+    }
+    fn yield_to(&mut self, ctx: &mut SchedCtx, req: YieldRequest) -> YieldResult {
+        Fair::yield_to(self, ctx, req)
+    }
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        self.counters.list()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1075,6 +1109,7 @@ mod tests {
             tick: 4_000_000,
             migration_cost: 500_000,
             group_per_vm: false,
+            tunable_scaling: false,
             gentle_fair_sleepers: true,
             start_debit: true,
             wakeup_preemption: true,

@@ -270,8 +270,8 @@ pub fn with_scheduler<F: WithScheduler>(name: &str, params: &toml::Table, f: F) 
     match name {
         "rr" => f.call(rr::Rr::new(&p)),
         "hyperv-root" => f.call(hyperv_root::HyperVRoot::new(&p)),
-        "cfs" => f.call(cfs::Cfs::new(&p)),
-        "eevdf" => f.call(eevdf::Eevdf::new(&p)),
+        "cfs" => f.call(cfs::new(&p)),
+        "eevdf" => f.call(eevdf::new(&p)),
         _ => unreachable!("scheduler {name} is registered but not constructible"),
     }
 }
