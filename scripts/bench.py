@@ -72,7 +72,7 @@ def scenario_text(p: int, v: int, t: float) -> str:
     text = src.read_text()
     text = re.sub(r'(?m)^duration = "[^"]*"', f'duration = "{fmt_t(t)}s"', text)
     if not committed.exists():
-        text = re.sub(r'(?m)^name = "[^"]*"', f'name = "rr-overcommit P={p} V={v}"', text)
+        text = re.sub(r'(?m)^name = "[^"]*"', f'name = "rr-overcommit P={p} V={v}"', text, count=1)
         text = re.sub(r"(?m)^cores_per_socket = \d+", f"cores_per_socket = {p}", text)
         text = re.sub(r"(?m)^vcpus = \d+", f"vcpus = {v}", text)
         text = re.sub(r"(?m)^threads = \d+", f"threads = {v}", text)
