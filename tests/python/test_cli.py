@@ -276,7 +276,7 @@ def test_reproduce_hyperv_root_json():
 
 
 def test_reproduce_tables():
-    p = run_cli("reproduce", "--no-progress")
+    p = run_cli("reproduce", "hyperv-root", "--no-progress")
     assert p.returncode == 0, p.stderr
     out = p.stdout
     assert "hyperv-root" in out
