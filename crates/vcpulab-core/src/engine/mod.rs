@@ -247,6 +247,8 @@ struct State {
     /// First workload id of each VM.
     vm_workload_base: Vec<u32>,
     kicks: Vec<TaskId>,
+    /// Scratch buffer for a batch of reschedule requests (reused, never reallocated).
+    resched_batch: Vec<CpuId>,
     /// pCPUs whose deadline may have changed; re-armed once at the end of the event.
     dirty: Vec<CpuId>,
     dirty_flag: Vec<bool>,
@@ -411,6 +413,7 @@ impl<S: Scheduler> Sim<S> {
             workload_threads: sc.vms.iter().flat_map(|v| v.workloads.iter().map(|w| w.threads)).collect(),
             vm_workload_base,
             kicks: Vec::new(),
+            resched_batch: Vec::new(),
             dirty: Vec::new(),
             dirty_flag: vec![false; ncpus],
             h: HostCounters::default(),
@@ -611,9 +614,11 @@ impl<S: Scheduler> Sim<S> {
             if self.out.resched.is_empty() {
                 break;
             }
-            // Reschedule in request order; new requests made meanwhile come after.
-            let batch = std::mem::take(&mut self.out.resched);
-            for cpu in batch {
+            // Reschedule in request order; new requests made meanwhile come after. The
+            // batch buffer is reused so the hot path does not allocate.
+            let mut batch = std::mem::take(&mut self.st.resched_batch);
+            std::mem::swap(&mut batch, &mut self.out.resched);
+            for &cpu in &batch {
                 self.out.resched_pending[cpu as usize] = false;
                 self.resched(cpu);
                 while let Some(t) = self.st.kicks.pop() {
@@ -623,6 +628,8 @@ impl<S: Scheduler> Sim<S> {
                     }
                 }
             }
+            batch.clear();
+            self.st.resched_batch = batch;
         }
         while let Some(t) = self.st.spin_loop_exits.pop() {
             let task = &mut self.st.tasks[t as usize];
