@@ -21,8 +21,10 @@ def run_text(
     format: Literal["toml", "json"] = "toml",
     seed: Optional[int] = None,
     check_invariants: bool = False,
+    force: bool = False,
 ) -> str:
-    """Runs a scenario given as text; returns the summary JSON."""
+    """Runs a scenario given as text; returns the summary JSON. Refuses scenarios
+    estimated at over 5e10 events unless ``force``."""
 
 def trace_text(
     text: str,

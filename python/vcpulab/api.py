@@ -140,15 +140,20 @@ class Result:
         return self.summary["host"]
 
 
-def run(scenario: ScenarioLike, seed: Optional[int] = None, check_invariants: bool = False) -> Result:
+def run(scenario: ScenarioLike, seed: Optional[int] = None, check_invariants: bool = False,
+        force: bool = False) -> Result:
     """Runs a scenario: a path to a TOML (or ``.json``) file, or a dict of the same schema.
 
     ``seed`` overrides the scenario's seed. Raises :class:`ScenarioError` for invalid input
     (the message names the file, or ``<dict>``, and the key path), :class:`OSError` if the
     file cannot be read and :class:`SimulationError` if the simulation fails.
+
+    Scenarios estimated to take more than 5e10 events (hours) are refused with a
+    :class:`ScenarioError` naming the estimate and its dominant part; ``force=True`` runs
+    them anyway.
     """
     text, origin, fmt = _scenario_text(scenario)
-    return Result(_native.run_text(text, origin, fmt, seed, check_invariants))
+    return Result(_native.run_text(text, origin, fmt, seed, check_invariants, force))
 
 
 def validate(scenario: ScenarioLike) -> dict[str, Any]:

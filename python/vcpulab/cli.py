@@ -133,7 +133,7 @@ def write_outputs(result: api.Result, out_dir: str) -> list[str]:
 def cmd_run(args: argparse.Namespace) -> int:
     from ._format import summary_text
 
-    result = api.run(args.scenario, seed=args.seed, check_invariants=args.check_invariants)
+    result = api.run(args.scenario, seed=args.seed, check_invariants=args.check_invariants, force=args.force)
     if args.out:
         written = write_outputs(result, args.out)
         _err(f"vcpulab: wrote {', '.join(os.path.basename(p) for p in written)} to {args.out}")
@@ -263,6 +263,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write summary.json, vms.csv, vcpus.csv, workloads.csv (and .parquet if pyarrow is installed)")
     r.add_argument("--check-invariants", action="store_true",
                    help="check the engine's invariants after every event (slower; for debugging)")
+    r.add_argument("--force", action="store_true",
+                   help="run even if the scenario is estimated to take hours (over 5e10 events)")
     r.set_defaults(func=cmd_run)
 
     v = sub.add_parser("validate", help="check a scenario without running it", formatter_class=raw,

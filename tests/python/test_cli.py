@@ -160,6 +160,52 @@ def test_bad_seed_is_a_usage_error(program_toml: Path):
     assert_no_traceback(p)
 
 
+LONG_IDLE = """\
+name = "year-of-1ns-slices"
+duration = "8760h"
+[host]
+cores_per_socket = 2
+[scheduler]
+name = "rr"
+slice = "1ns"
+[[vm]]
+name = "idle"
+vcpus = 2
+"""
+
+
+def test_days_long_run_is_refused_up_front_with_force_override(tmp_path: Path):
+    f = tmp_path / "long.toml"
+    f.write_text(LONG_IDLE)
+    p = run_cli("run", str(f))
+    assert p.returncode == 2
+    assert "--force" in p.stderr and "estimated" in p.stderr and "scheduler" in p.stderr, p.stderr
+    assert_no_traceback(p)
+    # Idle pCPUs take no slices, so the forced run is quick.
+    p = run_cli("run", str(f), "--force", "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["scenario"] == "year-of-1ns-slices"
+
+
+def test_api_run_force():
+    import vcpulab
+
+    with pytest.raises(vcpulab.ScenarioError, match="force=True"):
+        vcpulab.run(_toml_dict(LONG_IDLE))
+    assert vcpulab.run(_toml_dict(LONG_IDLE), force=True).summary
+
+
+def _toml_dict(text: str) -> dict:
+    assert text == LONG_IDLE
+    return {
+        "name": "year-of-1ns-slices",
+        "duration": "8760h",
+        "host": {"cores_per_socket": 2},
+        "scheduler": {"name": "rr", "slice": "1ns"},
+        "vm": [{"name": "idle", "vcpus": 2}],
+    }
+
+
 # ------------------------------------------------------------------------- validate
 
 

@@ -29,6 +29,9 @@ pub fn run(sc: &Scenario, seed: Option<u64>, opts: &RunOptions) -> Result<Summar
 
 /// Like `run`, also returning the trace when `opts.trace_window` is set.
 pub fn run_full(sc: &Scenario, seed: Option<u64>, opts: &RunOptions) -> Result<RunOutput, Error> {
+    if !opts.force {
+        check_size(sc)?;
+    }
     let seed = seed.unwrap_or(sc.seed);
     let runner = Runner { sc, seed, opts: opts.clone() };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -97,4 +100,150 @@ pub fn reproduce_finish_json(experiment: &str, raw_rows_json: &str) -> Result<St
     let raw: Vec<crate::repro::Row> = serde_json::from_str(raw_rows_json)
         .map_err(|err| Error::NotFound(format!("reproduce_finish: rows are not valid JSON rows: {err}")))?;
     Ok(serde_json::to_string(&crate::repro::finish_rows(&e, &raw)).unwrap())
+}
+
+/// Scenarios whose estimated event count exceeds this are refused unless forced: at the
+/// engine's ~5-10 M events/s this is a run of 1.5-3 hours.
+pub const MAX_ESTIMATED_EVENTS: f64 = 5e10;
+
+/// A rough, order-of-magnitude estimate of the number of events a run of `sc` takes,
+/// split by where they come from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventEstimate {
+    /// Guest operations: per thread, `duration / (mean loop time)` loops of its ops
+    /// (each op counted as at least 1 us), capped by the host's CPU capacity for the
+    /// compute part and by the arrivals for request-driven workloads.
+    pub guest_ops: f64,
+    /// Scheduler ticks and slice ends: pCPUs x duration / the smallest periodic parameter.
+    pub scheduler: f64,
+    /// Request arrivals of open- and closed-loop workloads.
+    pub arrivals: f64,
+}
+
+impl EventEstimate {
+    pub fn total(&self) -> f64 {
+        self.guest_ops + self.scheduler + self.arrivals
+    }
+    /// The largest part, described for an error message.
+    pub fn dominant(&self) -> &'static str {
+        if self.scheduler >= self.guest_ops && self.scheduler >= self.arrivals {
+            "scheduler ticks/slices (pCPUs x duration / the smallest time parameter of [scheduler])"
+        } else if self.guest_ops >= self.arrivals {
+            "guest operations (threads x duration / the mean time of one loop of their ops)"
+        } else {
+            "request arrivals (arrival rate x duration)"
+        }
+    }
+}
+
+/// The scheduler parameters that set how often a pCPU gets a scheduler event.
+fn periodic_params(sched: &str) -> &'static [&'static str] {
+    match sched {
+        "rr" => &["slice"],
+        "hyperv-root" => &["quantum", "clock_interval"],
+        "cfs" => &["tick", "min_granularity"],
+        "eevdf" => &["tick", "base_slice"],
+        _ => &[],
+    }
+}
+
+/// Estimates the events a run of `sc` takes (see `EventEstimate`). Cheap: no simulation.
+pub fn estimate_parts(sc: &Scenario) -> EventEstimate {
+    use crate::workload::{Arrivals, Op};
+    const FLOOR_NS: f64 = 1e3;
+    let dur = sc.duration.ns() as f64;
+    let pcpus = sc.host.ncpus() as f64;
+    let base_ghz = sc.host.base_ghz;
+
+    // Scheduler: the smallest periodic parameter (value given, else the default).
+    let mut period = f64::INFINITY;
+    if let Some(entry) = sched::REGISTRY.iter().find(|e| e.name == sc.scheduler.name) {
+        for p in entry.params.iter().filter(|p| periodic_params(entry.name).contains(&p.name)) {
+            let text = sc.scheduler.params.get(p.name).and_then(|v| v.as_str()).unwrap_or(p.default);
+            if let Ok(d) = crate::time::parse_duration(text) {
+                period = period.min(d.ns().max(1) as f64);
+            }
+        }
+    }
+    let scheduler = if period.is_finite() { pcpus * dur / period } else { 0.0 };
+
+    // Guest ops, and the CPU they would need.
+    let mut free_ops = 0.0; // ops of threads not bounded by arrivals
+    let mut free_cpu = 0.0; // CPU ns those threads would use
+    let mut request_ops = 0.0;
+    let mut arrivals = 0.0;
+    for vm in &sc.vms {
+        for w in &vm.workloads {
+            let mut loop_ns = 0.0;
+            let mut cpu_ns = 0.0;
+            for op in &w.ops {
+                let (mean, cpu) = match op {
+                    Op::Compute { work, .. } => {
+                        let m = work.base_ns(base_ghz).mean();
+                        (m, m)
+                    }
+                    Op::Lock { hold, .. } => (hold.mean(), hold.mean()),
+                    Op::Io { latency } => (latency.mean(), 0.0),
+                    Op::Sleep { duration } => (duration.mean(), 0.0),
+                    Op::Ipi { .. } | Op::WaitRequest | Op::Respond => (0.0, 0.0),
+                };
+                let mean = if mean.is_finite() { mean.max(FLOOR_NS) } else { FLOOR_NS };
+                loop_ns += mean;
+                cpu_ns += if cpu.is_finite() { cpu.max(FLOOR_NS) } else { FLOOR_NS };
+            }
+            let nops = w.ops.len() as f64;
+            let loops = w.threads as f64 * dur / loop_ns.max(FLOOR_NS);
+            match &w.arrivals {
+                None => {
+                    free_ops += loops * nops;
+                    free_cpu += loops * cpu_ns;
+                }
+                Some(a) => {
+                    let n = match a {
+                        Arrivals::Poisson { rate } => rate * dur / 1e9,
+                        Arrivals::Periodic { interval } => dur / interval.max(1.0),
+                        Arrivals::Closed { clients, think } => {
+                            *clients as f64 * dur / (think.mean() + loop_ns).max(FLOOR_NS)
+                        }
+                    };
+                    arrivals += n;
+                    request_ops += loops.min(n) * nops;
+                }
+            }
+        }
+    }
+    // Threads cannot use more CPU than the host has: scale the compute-bound loops.
+    let capacity = pcpus * dur;
+    if free_cpu > capacity {
+        free_ops *= capacity / free_cpu;
+    }
+    EventEstimate { guest_ops: free_ops + request_ops, scheduler, arrivals }
+}
+
+/// The estimated number of events of a run of `sc`: `estimate_parts(sc).total()`.
+pub fn estimate_events(sc: &Scenario) -> f64 {
+    estimate_parts(sc).total()
+}
+
+/// Refuses scenarios estimated to exceed `MAX_ESTIMATED_EVENTS`.
+fn check_size(sc: &Scenario) -> Result<(), Error> {
+    let est = estimate_parts(sc);
+    let total = est.total();
+    if total <= MAX_ESTIMATED_EVENTS {
+        return Ok(());
+    }
+    Err(Error::Scenario(crate::ScenarioError::new(
+        &sc.origin,
+        "",
+        format!(
+            "this run is estimated at {total:.2e} events (limit {MAX_ESTIMATED_EVENTS:.0e}, about 1-3 hours at \
+             5-10 M events/s); most come from {}: {:.2e} guest operations, {:.2e} scheduler events, {:.2e} request \
+             arrivals. Shorten duration, lengthen the scheduler's time parameters or use fewer threads, or run it \
+             anyway with `vcpulab run --force` (Python: vcpulab.run(..., force=True))",
+            est.dominant(),
+            est.guest_ops,
+            est.scheduler,
+            est.arrivals
+        ),
+    )))
 }

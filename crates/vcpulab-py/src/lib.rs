@@ -34,12 +34,20 @@ fn parse(text: &str, origin: &str, format: &str) -> Result<Scenario, Error> {
 
 /// Runs a scenario given as text (`format` "toml" or "json"); returns the summary JSON.
 #[pyfunction]
-#[pyo3(signature = (text, origin, format="toml", seed=None, check_invariants=false))]
-fn run_text(py: Python<'_>, text: String, origin: String, format: &str, seed: Option<u64>, check_invariants: bool) -> PyResult<String> {
+#[pyo3(signature = (text, origin, format="toml", seed=None, check_invariants=false, force=false))]
+fn run_text(
+    py: Python<'_>,
+    text: String,
+    origin: String,
+    format: &str,
+    seed: Option<u64>,
+    check_invariants: bool,
+    force: bool,
+) -> PyResult<String> {
     let format = format.to_string();
     py.allow_threads(move || {
         let sc = parse(&text, &origin, &format)?;
-        let s = api::run(&sc, seed, &RunOptions { check_invariants, ..Default::default() })?;
+        let s = api::run(&sc, seed, &RunOptions { check_invariants, force, ..Default::default() })?;
         Ok(api::summary_json(&s))
     })
     .map_err(to_py)

@@ -50,6 +50,9 @@ pub struct RunOptions {
     pub progress: Option<ProgressFn>,
     /// Record an execution trace of this window of simulated time (ns).
     pub trace_window: Option<(u64, u64)>,
+    /// Run even when the up-front estimate of the event count exceeds
+    /// `api::MAX_ESTIMATED_EVENTS` (see `api::estimate_events`).
+    pub force: bool,
 }
 
 /// What a run produces: the summary, and the trace if one was asked for.
@@ -65,6 +68,7 @@ impl std::fmt::Debug for RunOptions {
             .field("check_invariants", &self.check_invariants)
             .field("progress", &self.progress.is_some())
             .field("trace_window", &self.trace_window)
+            .field("force", &self.force)
             .finish()
     }
 }
