@@ -21,14 +21,30 @@ def _dur_us(lo: int, hi: int):
 _compute = st.fixed_dictionaries({"op": st.just("compute"), "duration": _dur_us(1, 3000)})
 _lock = st.fixed_dictionaries({"op": st.just("lock"), "lock": st.sampled_from(["a", "b"]),
                                "hold": _dur_us(1, 200), "kind": st.sampled_from(["ticket", "tas"])})
-_ipi = st.fixed_dictionaries({"op": st.just("ipi")})
+_ipi = st.one_of(
+    st.fixed_dictionaries({"op": st.just("ipi")}),
+    # vCPU indices 0-3 are kept valid by the generator (every VM has at least that many
+    # vCPUs when it uses them; see `scenarios`).
+    st.fixed_dictionaries({"op": st.just("ipi"), "targets": st.lists(st.integers(0, 0), min_size=1, max_size=2)}),
+)
+_dist = st.one_of(
+    _dur_us(1, 3000),
+    _dur_us(1, 3000).map(lambda m: {"dist": "exp", "mean": m}),
+    st.tuples(st.integers(1, 1000), st.integers(0, 2000)).map(
+        lambda t: {"dist": "uniform", "min": f"{t[0]}us", "max": f"{t[0] + t[1]}us"}),
+    st.tuples(_dur_us(1, 2000), _dur_us(0, 500)).map(lambda t: {"dist": "normal", "mean": t[0], "sd": t[1]}),
+    st.tuples(_dur_us(1, 1000), st.floats(0.0, 1.5)).map(lambda t: {"dist": "lognormal", "median": t[0], "sigma": t[1]}),
+)
+_compute_dist = st.fixed_dictionaries({"op": st.just("compute"), "duration": _dist,
+                                       "mode": st.sampled_from(["user", "kernel"])})
+_cycles = st.fixed_dictionaries({"op": st.just("compute"), "cycles": st.integers(1000, 5_000_000)})
 _io = st.fixed_dictionaries({"op": st.just("io"), "latency": _dur_us(1, 2000)})
 _sleep = st.fixed_dictionaries({"op": st.just("sleep"), "duration": _dur_us(1, 2000)})
 
 _program = st.fixed_dictionaries({
     "kind": st.just("program"),
     "threads": st.integers(1, 6),
-    "ops": st.lists(st.one_of(_compute, _lock, _ipi, _io, _sleep), min_size=1, max_size=5)
+    "ops": st.lists(st.one_of(_compute, _compute_dist, _cycles, _lock, _ipi, _io, _sleep), min_size=1, max_size=5)
              .filter(lambda ops: any(o["op"] in ("compute", "sleep", "io", "lock") for o in ops)),
 })
 _server = st.fixed_dictionaries({
@@ -47,6 +63,29 @@ _presets = st.one_of(
     st.fixed_dictionaries({"kind": st.just("sysbench-cpu"), "threads": st.integers(1, 4)}),
     st.fixed_dictionaries({"kind": st.just("lookbusy"), "threads": st.integers(1, 4),
                            "utilization": st.integers(0, 100)}),
+    st.fixed_dictionaries({"kind": st.sampled_from(["ebizzy", "pbzip2", "hackbench", "dbench", "vips", "raytrace"]),
+                           "work": st.sampled_from([0.1, 0.5, 1.0])}),
+)
+_schedulers = st.one_of(
+    st.fixed_dictionaries({"name": st.just("rr"), "slice": _dur_us(50, 5000)}),
+    st.fixed_dictionaries({"name": st.just("hyperv-root")}),
+    st.fixed_dictionaries({"name": st.just("cfs"), "tick": _dur_us(500, 4000),
+                           "group_per_vm": st.booleans(), "wakeup_preemption": st.booleans()}),
+    st.fixed_dictionaries({"name": st.just("eevdf"), "base_slice": _dur_us(100, 3000),
+                           "group_per_vm": st.booleans(), "buddy_rule": st.sampled_from(["6.14", "6.6"])}),
+)
+_kvm = st.one_of(
+    st.none(),
+    st.fixed_dictionaries({
+        "vendor": st.sampled_from(["intel", "amd"]),
+        "version": st.sampled_from(["4.15", "6.6"]),
+        "ple_window_grow": st.sampled_from([1, 2]),
+        "features": st.fixed_dictionaries({
+            "boost_user_mode_candidates": st.booleans(),
+            "boost_ignores_vcpu_fairness": st.booleans(),
+            "migrate_boosted_to_spinner": st.booleans(),
+        }),
+    }),
 )
 
 
@@ -56,7 +95,7 @@ def scenarios(draw):
     cores = draw(st.integers(1, 3))
     threads = draw(st.integers(1, 2))
     numa = draw(st.sampled_from([n for n in (1, 2) if sockets % n == 0 or (n % sockets == 0 and cores % (n // sockets) == 0)]))
-    sched = draw(st.sampled_from([{"name": "rr"}, {"name": "hyperv-root"}]))
+    sched = draw(_schedulers)
     duration_ms = draw(st.integers(5, 60))
     warmup_ms = draw(st.sampled_from([0, 0, duration_ms // 4]))
     vms = []
@@ -66,13 +105,21 @@ def scenarios(draw):
         if draw(st.booleans()):
             ncpus = sockets * cores * threads
             vm["affinity"] = f"0-{draw(st.integers(0, ncpus - 1))}"
+        if draw(st.booleans()):
+            vm["start_jitter"] = f"{draw(st.integers(0, 500))}us"
+            vm["guest_timeslice"] = f"{draw(st.integers(100, 5000))}us"
+            vm["spinlock"] = draw(st.sampled_from(["ticket", "tas"]))
         vms.append(vm)
+    kvm = draw(_kvm)
+    extra = {"kvm": kvm} if kvm is not None else {}
     return {
+        **extra,
         "name": "prop",
         "duration": f"{duration_ms}ms",
         "warmup": f"{warmup_ms}ms",
         "seed": draw(st.integers(0, 2**32)),
-        "host": {"sockets": sockets, "cores_per_socket": cores, "threads_per_core": threads, "numa_nodes": numa},
+        "host": {"sockets": sockets, "cores_per_socket": cores, "threads_per_core": threads, "numa_nodes": numa,
+                 **draw(st.sampled_from([{}, {"turbo_ghz": [3.9, 3.7, 3.5]}]))},
         "scheduler": sched,
         "vm": vms,
     }
@@ -125,7 +172,7 @@ def check_identities(s: dict) -> None:
     assert jain is None or 0.0 < jain <= 1.0 + REL
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_random_scenarios_keep_identities(sc):
     res = vcpulab.run(sc, check_invariants=True)
@@ -158,3 +205,48 @@ def test_constant_latency_has_exact_quantiles():
     # quantiles of identical samples must equal that sample (at least not fall below the minimum)
     assert lat["p50"] == pytest.approx(1.003, rel=1e-6)
     assert lat["p99"] == pytest.approx(1.003, rel=1e-6)
+
+
+# ------------------------------------------------------------- order independence
+#
+# Under `rr` (per-pCPU round robin, vCPUs fixed on home pCPUs) VMs pinned to disjoint
+# pCPUs do not interact: without turbo or SMT the clock of one pCPU does not depend on
+# another, and every random stream is derived from the VM's name, not its position. So
+# the order of the [[vm]] entries must not change any VM's figures.
+
+
+@st.composite
+def disjoint_rr_scenarios(draw):
+    nvms = draw(st.integers(2, 4))
+    # each VM gets 1-2 pCPUs of its own, consecutive
+    widths = [draw(st.integers(1, 2)) for _ in range(nvms)]
+    ncpus = sum(widths)
+    vms, first = [], 0
+    for i, w in enumerate(widths):
+        cpus = f"{first}-{first + w - 1}" if w > 1 else f"{first}"
+        vm = {"name": f"vm{i}", "vcpus": draw(st.integers(1, 4)), "affinity": cpus,
+              "workload": draw(st.lists(st.one_of(_program, _server, _presets), min_size=1, max_size=2))}
+        if draw(st.booleans()):
+            vm["start_jitter"] = f"{draw(st.integers(1, 500))}us"
+        vms.append(vm)
+        first += w
+    return {
+        "name": "order",
+        "duration": f"{draw(st.integers(5, 40))}ms",
+        "seed": draw(st.integers(0, 2**32)),
+        "host": {"cores_per_socket": ncpus},
+        "scheduler": {"name": "rr", "slice": f"{draw(st.integers(100, 3000))}us"},
+        "vm": vms,
+    }
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(disjoint_rr_scenarios(), st.randoms(use_true_random=False))
+def test_vm_order_does_not_matter_with_disjoint_affinities_under_rr(sc, rnd):
+    base = {vm["name"]: vm for vm in vcpulab.run(sc, check_invariants=True).summary["vms"]}
+    shuffled = dict(sc, vm=list(sc["vm"]))
+    rnd.shuffle(shuffled["vm"])
+    other = {vm["name"]: vm for vm in vcpulab.run(shuffled, check_invariants=True).summary["vms"]}
+    assert base.keys() == other.keys()
+    for name in base:
+        assert other[name] == base[name], f"{name} changed when the VMs were listed as {[v['name'] for v in shuffled['vm']]}"
