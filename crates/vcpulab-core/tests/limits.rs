@@ -1,7 +1,8 @@
 //! Up-front limits: scenarios estimated to run for hours are refused before running,
 //! with the estimate, the limit, the dominant part and the override; normal ones are not.
 
-use std::path::{Path, PathBuf};
+mod common;
+
 use vcpulab_core::api::{estimate_events, estimate_parts, run, RunOptions, MAX_ESTIMATED_EVENTS};
 use vcpulab_core::{Error, Scenario};
 
@@ -67,30 +68,11 @@ fn normal_scenarios_are_far_below_the_limit() {
     run(&sc, None, &RunOptions::default()).unwrap();
 }
 
-fn toml_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let p = entry.unwrap().path();
-        if p.is_dir() {
-            if p.file_name().unwrap() != "kvm" {
-                toml_files(&p, out);
-            }
-        } else if p.extension().is_some_and(|e| e == "toml") && p.file_name().unwrap() != "experiment.toml" {
-            out.push(p);
-        }
-    }
-}
-
 #[test]
 fn shipped_scenarios_and_experiments_are_under_the_limit() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let mut files = Vec::new();
-    for d in ["scenarios", "benches"] {
-        toml_files(&root.join(d), &mut files);
-    }
     let mut n = 0;
-    for f in files {
-        let text = std::fs::read_to_string(&f).unwrap();
-        if text.parse::<toml::Table>().is_ok_and(|t| t.contains_key("base")) {
+    for f in common::shipped_toml_files(false) {
+        if common::is_sweep_file(&std::fs::read_to_string(&f).unwrap()) {
             continue;
         }
         let sc = Scenario::from_file(f.to_str().unwrap()).unwrap();

@@ -4,7 +4,8 @@
 //! Ok or a ScenarioError without panicking; those that parse are run briefly with the
 //! invariant checks on and must not fail other than "cannot make progress".
 
-use std::path::{Path, PathBuf};
+mod common;
+
 use vcpulab_core::api::{self, RunOptions};
 use vcpulab_core::time::SimDuration;
 use vcpulab_core::{Error, Scenario};
@@ -75,27 +76,9 @@ fn mutate(text: &str, rng: &mut XorShift) -> String {
     lines.join("\n")
 }
 
-fn toml_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let p = entry.unwrap().path();
-        if p.is_dir() {
-            if p.file_name().unwrap() != "kvm" {
-                toml_files(&p, out);
-            }
-        } else if p.extension().is_some_and(|e| e == "toml") {
-            out.push(p);
-        }
-    }
-}
-
 #[test]
 fn mutated_scenarios_never_panic() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let mut files = Vec::new();
-    for d in ["scenarios", "benches"] {
-        toml_files(&root.join(d), &mut files);
-    }
-    files.sort();
+    let files = common::shipped_toml_files(true);
     let seeds: Vec<String> = files.iter().map(|f| std::fs::read_to_string(f).unwrap()).collect();
     let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
     let (mut parsed, mut ran) = (0, 0);

@@ -1,0 +1,36 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)] // each test crate uses a subset
+
+use std::path::{Path, PathBuf};
+
+/// The TOML files shipped under `scenarios/` and `benches/`, sorted. `scenarios/kvm` holds
+/// real-KVM harness scenarios (`vcpulab kvm run`), tested with the harness, so it is left
+/// out; experiment files are included only if asked for.
+pub fn shipped_toml_files(with_experiments: bool) -> Vec<PathBuf> {
+    fn walk(dir: &Path, with_experiments: bool, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let p = entry.unwrap().path();
+            if p.is_dir() {
+                if p.file_name().unwrap() != "kvm" {
+                    walk(&p, with_experiments, out);
+                }
+            } else if p.extension().is_some_and(|e| e == "toml")
+                && (with_experiments || p.file_name().unwrap() != "experiment.toml")
+            {
+                out.push(p);
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files = Vec::new();
+    for d in ["scenarios", "benches"] {
+        walk(&root.join(d), with_experiments, &mut files);
+    }
+    files.sort();
+    files
+}
+
+/// Sweep files (a `base` scenario plus axes) are checked by the sweep tests.
+pub fn is_sweep_file(text: &str) -> bool {
+    text.parse::<toml::Table>().is_ok_and(|t| t.contains_key("base"))
+}
