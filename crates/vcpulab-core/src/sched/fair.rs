@@ -133,8 +133,6 @@ pub struct Fair {
     running: Vec<Option<TaskId>>,
     /// Runnable tasks on this pCPU (queued + running), all levels.
     h_nr: Vec<u64>,
-    /// Sum of task weights queued or running on this pCPU.
-    h_load: Vec<u64>,
     /// Tasks queued or running on each pCPU.
     cpu_tasks: Vec<BTreeSet<TaskId>>,
     /// pCPUs with nothing queued or running.
@@ -173,7 +171,6 @@ impl Fair {
             rqs: vec![],
             running: vec![],
             h_nr: vec![],
-            h_load: vec![],
             cpu_tasks: vec![],
             idle_cpus: BTreeSet::new(),
             last_balance: vec![],
@@ -221,7 +218,6 @@ impl Fair {
         self.vm_runnable = vec![0; self.nvms];
         self.running = vec![None; self.ncpus];
         self.h_nr = vec![0; self.ncpus];
-        self.h_load = vec![0; self.ncpus];
         self.cpu_tasks = vec![BTreeSet::new(); self.ncpus];
         self.idle_cpus = (0..self.ncpus as u32).collect();
         // Stagger balancing by one tick per pCPU, so two pCPUs never balance against each
@@ -496,7 +492,6 @@ impl Fair {
             self.refresh_vm_weights(vm);
         }
         self.h_nr[cpu as usize] += 1;
-        self.h_load[cpu as usize] += self.vm_shares[vm as usize];
         self.cpu_tasks[cpu as usize].insert(t);
         self.idle_cpus.remove(&cpu);
     }
@@ -514,7 +509,6 @@ impl Fair {
             self.refresh_vm_weights(vm);
         }
         self.h_nr[cpu as usize] -= 1;
-        self.h_load[cpu as usize] -= self.vm_shares[vm as usize];
         self.cpu_tasks[cpu as usize].remove(&t);
         if self.h_nr[cpu as usize] == 0 {
             self.idle_cpus.insert(cpu);
