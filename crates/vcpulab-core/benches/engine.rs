@@ -94,10 +94,16 @@ fn bench_cases(c: &mut Criterion, group: &str, cases: Vec<(String, String)>) {
         .measurement_time(Duration::from_secs(3));
     for (id, text) in cases {
         let sc = Scenario::from_toml_str(&text, &id).expect("bench scenario is valid");
-        let events = api::run(&sc, None, &opts).expect("bench scenario runs").events;
+        let events = api::run(&sc, None, &opts)
+            .expect("bench scenario runs")
+            .events;
         g.throughput(Throughput::Elements(events));
         g.bench_with_input(BenchmarkId::from_parameter(&id), &sc, |b, sc| {
-            b.iter(|| api::run(sc, None, &opts).expect("bench scenario runs").events)
+            b.iter(|| {
+                api::run(sc, None, &opts)
+                    .expect("bench scenario runs")
+                    .events
+            })
         });
     }
     g.finish();
@@ -105,7 +111,12 @@ fn bench_cases(c: &mut Criterion, group: &str, cases: Vec<(String, String)>) {
 
 fn rr_overcommit(c: &mut Criterion) {
     // Simulated durations chosen for roughly 60k..180k events per run.
-    let sizes: [(u32, u32, f64); 4] = [(2, 16, 10.0), (16, 128, 1.0), (128, 1024, 0.2), (1024, 8192, 0.2)];
+    let sizes: [(u32, u32, f64); 4] = [
+        (2, 16, 10.0),
+        (16, 128, 1.0),
+        (128, 1024, 0.2),
+        (1024, 8192, 0.2),
+    ];
     let cases = sizes
         .iter()
         .map(|&(p, v, t)| (format!("P{p}-V{v}-{t}s"), rr_scenario(p, v, t)))

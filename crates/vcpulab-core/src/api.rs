@@ -1,8 +1,8 @@
 //! Entry points for the CLI and the Python bindings. Everything returns plain data or
 //! JSON text; nothing here holds state between calls.
 
-pub use crate::engine::{RunOptions, RunOutput};
 use crate::engine::Sim;
+pub use crate::engine::{RunOptions, RunOutput};
 use crate::error::{Error, SimError};
 use crate::scenario::Scenario;
 use crate::sched::{self, Scheduler, WithScheduler};
@@ -33,7 +33,11 @@ pub fn run_full(sc: &Scenario, seed: Option<u64>, opts: &RunOptions) -> Result<R
         check_size(sc)?;
     }
     let seed = seed.unwrap_or(sc.seed);
-    let runner = Runner { sc, seed, opts: opts.clone() };
+    let runner = Runner {
+        sc,
+        seed,
+        opts: opts.clone(),
+    };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         sched::with_scheduler(&sc.scheduler.name, &sc.scheduler.params, runner)
     }));
@@ -49,7 +53,9 @@ pub fn run_full(sc: &Scenario, seed: Option<u64>, opts: &RunOptions) -> Result<R
                 scenario: sc.name.clone(),
                 seed,
                 at_ns: 0,
-                message: format!("internal error (please report with this scenario and seed): {msg}"),
+                message: format!(
+                    "internal error (please report with this scenario and seed): {msg}"
+                ),
             }))
         }
     }
@@ -88,7 +94,11 @@ pub fn experiments_json() -> String {
 
 /// Runs one case of a built-in experiment; returns its raw rows (one per metric) as JSON.
 /// Pass all of an experiment's raw rows to `reproduce_finish_json` for the final rows.
-pub fn reproduce_case_json(experiment: &str, case: &str, seed: Option<u64>) -> Result<String, Error> {
+pub fn reproduce_case_json(
+    experiment: &str,
+    case: &str,
+    seed: Option<u64>,
+) -> Result<String, Error> {
     let e = crate::repro::find(experiment)?;
     let rows = crate::repro::run_case(&e, case, seed)?;
     Ok(serde_json::to_string(&rows).unwrap())
@@ -97,8 +107,11 @@ pub fn reproduce_case_json(experiment: &str, case: &str, seed: Option<u64>) -> R
 /// Normalises an experiment's raw rows and computes the paper ratios.
 pub fn reproduce_finish_json(experiment: &str, raw_rows_json: &str) -> Result<String, Error> {
     let e = crate::repro::find(experiment)?;
-    let raw: Vec<crate::repro::Row> = serde_json::from_str(raw_rows_json)
-        .map_err(|err| Error::NotFound(format!("reproduce_finish: rows are not valid JSON rows: {err}")))?;
+    let raw: Vec<crate::repro::Row> = serde_json::from_str(raw_rows_json).map_err(|err| {
+        Error::NotFound(format!(
+            "reproduce_finish: rows are not valid JSON rows: {err}"
+        ))
+    })?;
     Ok(serde_json::to_string(&crate::repro::finish_rows(&e, &raw)).unwrap())
 }
 
@@ -158,14 +171,27 @@ pub fn estimate_parts(sc: &Scenario) -> EventEstimate {
     // Scheduler: the smallest periodic parameter (value given, else the default).
     let mut period = f64::INFINITY;
     if let Some(entry) = sched::REGISTRY.iter().find(|e| e.name == sc.scheduler.name) {
-        for p in entry.params.iter().filter(|p| periodic_params(entry.name).contains(&p.name)) {
-            let text = sc.scheduler.params.get(p.name).and_then(|v| v.as_str()).unwrap_or(p.default);
+        for p in entry
+            .params
+            .iter()
+            .filter(|p| periodic_params(entry.name).contains(&p.name))
+        {
+            let text = sc
+                .scheduler
+                .params
+                .get(p.name)
+                .and_then(|v| v.as_str())
+                .unwrap_or(p.default);
             if let Ok(d) = crate::time::parse_duration(text) {
                 period = period.min(d.ns().max(1) as f64);
             }
         }
     }
-    let scheduler = if period.is_finite() { pcpus * dur / period } else { 0.0 };
+    let scheduler = if period.is_finite() {
+        pcpus * dur / period
+    } else {
+        0.0
+    };
 
     // Guest ops, and the CPU they would need.
     let mut free_ops = 0.0; // ops of threads not bounded by arrivals
@@ -187,9 +213,17 @@ pub fn estimate_parts(sc: &Scenario) -> EventEstimate {
                     Op::Sleep { duration } => (duration.mean(), 0.0),
                     Op::Ipi { .. } | Op::WaitRequest | Op::Respond => (0.0, 0.0),
                 };
-                let mean = if mean.is_finite() { mean.max(FLOOR_NS) } else { FLOOR_NS };
+                let mean = if mean.is_finite() {
+                    mean.max(FLOOR_NS)
+                } else {
+                    FLOOR_NS
+                };
                 loop_ns += mean;
-                cpu_ns += if cpu.is_finite() { cpu.max(FLOOR_NS) } else { FLOOR_NS };
+                cpu_ns += if cpu.is_finite() {
+                    cpu.max(FLOOR_NS)
+                } else {
+                    FLOOR_NS
+                };
             }
             let nops = w.ops.len() as f64;
             let loops = w.threads as f64 * dur / loop_ns.max(FLOOR_NS);
@@ -217,7 +251,11 @@ pub fn estimate_parts(sc: &Scenario) -> EventEstimate {
     if free_cpu > capacity {
         free_ops *= capacity / free_cpu;
     }
-    EventEstimate { guest_ops: free_ops + request_ops, scheduler, arrivals }
+    EventEstimate {
+        guest_ops: free_ops + request_ops,
+        scheduler,
+        arrivals,
+    }
 }
 
 /// The estimated number of events of a run of `sc`: `estimate_parts(sc).total()`.

@@ -15,7 +15,11 @@ pub struct ScenarioError {
 
 impl ScenarioError {
     pub fn new(origin: &str, path: impl Into<String>, message: impl Into<String>) -> Self {
-        ScenarioError { origin: origin.to_string(), path: path.into(), message: message.into() }
+        ScenarioError {
+            origin: origin.to_string(),
+            path: path.into(),
+            message: message.into(),
+        }
     }
 }
 
@@ -59,7 +63,10 @@ pub enum Error {
     Scenario(ScenarioError),
     Sim(SimError),
     /// Reading a file failed (not found, permission); carries the path.
-    Io { path: String, message: String },
+    Io {
+        path: String,
+        message: String,
+    },
     /// An unknown experiment, case or other name; the message lists what exists.
     NotFound(String),
 }

@@ -40,8 +40,11 @@ pub struct KvmFeatures {
     pub migrate_boosted_to_spinner: bool,
 }
 
-pub const FEATURE_NAMES: &[&str] =
-    &["boost_user_mode_candidates", "boost_ignores_vcpu_fairness", "migrate_boosted_to_spinner"];
+pub const FEATURE_NAMES: &[&str] = &[
+    "boost_user_mode_candidates",
+    "boost_ignores_vcpu_fairness",
+    "migrate_boosted_to_spinner",
+];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Vendor {
@@ -108,7 +111,12 @@ pub fn parse_kvm(t: &Table) -> Res<KvmSpec> {
     match t.opt_str("vendor")? {
         None | Some("intel") => {}
         Some("amd") => k.vendor = Vendor::Amd,
-        Some(o) => return t.err("vendor", format!("unknown vendor {o:?}; allowed: \"intel\", \"amd\"")),
+        Some(o) => {
+            return t.err(
+                "vendor",
+                format!("unknown vendor {o:?}; allowed: \"intel\", \"amd\""),
+            )
+        }
     }
     match t.opt_str("version")? {
         None => {}
@@ -188,8 +196,16 @@ pub fn ring_order(n: u32, last_boosted: u32) -> impl Iterator<Item = u32> {
 
 /// The handler's checks, in upstream order. Examining a vCPU that is itself in the spin
 /// loop toggles its `dy_eligible` (so such a vCPU qualifies every other time).
-pub fn check_candidate(spec: &KvmSpec, c: &mut Candidate, yield_to_kernel_mode: bool) -> Result<(), Skip> {
-    let waiting = if spec.version >= KvmVersion::V5_3 { c.ready } else { c.preempted };
+pub fn check_candidate(
+    spec: &KvmSpec,
+    c: &mut Candidate,
+    yield_to_kernel_mode: bool,
+) -> Result<(), Skip> {
+    let waiting = if spec.version >= KvmVersion::V5_3 {
+        c.ready
+    } else {
+        c.preempted
+    };
     if !waiting {
         return Err(Skip::NotWaiting);
     }
@@ -221,7 +237,11 @@ pub fn grow_window(spec: &KvmSpec, cur: u64) -> u64 {
     if g <= 1 {
         return if g == 0 { spec.ple_window } else { cur };
     }
-    let v = if g < spec.ple_window { cur.saturating_mul(g) } else { cur.saturating_add(g) };
+    let v = if g < spec.ple_window {
+        cur.saturating_mul(g)
+    } else {
+        cur.saturating_add(g)
+    };
     v.min(spec.ple_window_max)
 }
 
@@ -230,7 +250,12 @@ mod tests {
     use super::*;
 
     fn preempted_kernel() -> Candidate {
-        Candidate { preempted: true, ready: true, in_kernel: true, ..Default::default() }
+        Candidate {
+            preempted: true,
+            ready: true,
+            in_kernel: true,
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -242,13 +267,28 @@ mod tests {
 
     #[test]
     fn upstream_skips_user_mode_vcpus_and_fix_a_includes_them() {
-        let v415 = KvmSpec { version: KvmVersion::V4_15, ..Default::default() };
-        let mut user = Candidate { in_kernel: false, ..preempted_kernel() };
+        let v415 = KvmSpec {
+            version: KvmVersion::V4_15,
+            ..Default::default()
+        };
+        let mut user = Candidate {
+            in_kernel: false,
+            ..preempted_kernel()
+        };
         assert_eq!(check_candidate(&v415, &mut user, true), Err(Skip::UserMode));
         // 4.15 has no pending-interrupt exception; 5.3+ has.
-        let mut user_irq = Candidate { pending_interrupt: true, ..user };
-        assert_eq!(check_candidate(&v415, &mut user_irq, true), Err(Skip::UserMode));
-        assert_eq!(check_candidate(&KvmSpec::default(), &mut user_irq, true), Ok(()));
+        let mut user_irq = Candidate {
+            pending_interrupt: true,
+            ..user
+        };
+        assert_eq!(
+            check_candidate(&v415, &mut user_irq, true),
+            Err(Skip::UserMode)
+        );
+        assert_eq!(
+            check_candidate(&KvmSpec::default(), &mut user_irq, true),
+            Ok(())
+        );
         // AMD user-mode spins: yield_to_kernel_mode is false, no filter.
         assert_eq!(check_candidate(&v415, &mut user, false), Ok(()));
         let mut fixed = v415.clone();
@@ -258,31 +298,69 @@ mod tests {
 
     #[test]
     fn other_skips_in_upstream_order() {
-        let spec = KvmSpec { version: KvmVersion::V4_15, ..Default::default() };
-        let mut running = Candidate { preempted: false, ..preempted_kernel() };
-        assert_eq!(check_candidate(&spec, &mut running, true), Err(Skip::NotWaiting));
-        let mut me = Candidate { is_spinner: true, ..preempted_kernel() };
+        let spec = KvmSpec {
+            version: KvmVersion::V4_15,
+            ..Default::default()
+        };
+        let mut running = Candidate {
+            preempted: false,
+            ..preempted_kernel()
+        };
+        assert_eq!(
+            check_candidate(&spec, &mut running, true),
+            Err(Skip::NotWaiting)
+        );
+        let mut me = Candidate {
+            is_spinner: true,
+            ..preempted_kernel()
+        };
         assert_eq!(check_candidate(&spec, &mut me, true), Err(Skip::Spinner));
-        let mut halted = Candidate { halted: true, ..preempted_kernel() };
+        let mut halted = Candidate {
+            halted: true,
+            ..preempted_kernel()
+        };
         assert_eq!(check_candidate(&spec, &mut halted, true), Err(Skip::Halted));
         // 4.15 looks at `preempted`, 5.3+ at `ready` (set also for a woken vCPU).
-        let woken = Candidate { preempted: false, ready: true, ..preempted_kernel() };
-        assert_eq!(check_candidate(&spec, &mut woken.clone(), true), Err(Skip::NotWaiting));
-        assert_eq!(check_candidate(&KvmSpec::default(), &mut woken.clone(), true), Ok(()));
+        let woken = Candidate {
+            preempted: false,
+            ready: true,
+            ..preempted_kernel()
+        };
+        assert_eq!(
+            check_candidate(&spec, &mut woken.clone(), true),
+            Err(Skip::NotWaiting)
+        );
+        assert_eq!(
+            check_candidate(&KvmSpec::default(), &mut woken.clone(), true),
+            Ok(())
+        );
     }
 
     #[test]
     fn a_vcpu_in_its_own_spin_loop_is_eligible_every_other_time() {
         let spec = KvmSpec::default();
-        let mut lock_waiter = Candidate { in_spin_loop: true, dy_eligible: false, ..preempted_kernel() };
-        assert_eq!(check_candidate(&spec, &mut lock_waiter, true), Err(Skip::NotDyEligible));
+        let mut lock_waiter = Candidate {
+            in_spin_loop: true,
+            dy_eligible: false,
+            ..preempted_kernel()
+        };
+        assert_eq!(
+            check_candidate(&spec, &mut lock_waiter, true),
+            Err(Skip::NotDyEligible)
+        );
         assert_eq!(check_candidate(&spec, &mut lock_waiter, true), Ok(()));
-        assert_eq!(check_candidate(&spec, &mut lock_waiter, true), Err(Skip::NotDyEligible));
+        assert_eq!(
+            check_candidate(&spec, &mut lock_waiter, true),
+            Err(Skip::NotDyEligible)
+        );
     }
 
     #[test]
     fn ple_window_grows_to_max_and_fixed_mode_stays() {
-        let spec = KvmSpec { ple_window_max: 20_000, ..Default::default() };
+        let spec = KvmSpec {
+            ple_window_max: 20_000,
+            ..Default::default()
+        };
         let mut w = spec.ple_window;
         let seq: Vec<u64> = (0..4)
             .map(|_| {
@@ -291,7 +369,11 @@ mod tests {
             })
             .collect();
         assert_eq!(seq, vec![8192, 16384, 20_000, 20_000]);
-        let fixed = KvmSpec { ple_window: 32768, ple_window_grow: 1, ..Default::default() };
+        let fixed = KvmSpec {
+            ple_window: 32768,
+            ple_window_grow: 1,
+            ..Default::default()
+        };
         assert_eq!(grow_window(&fixed, 32768), 32768);
     }
 }

@@ -17,7 +17,13 @@ const SUB: u64 = 1 << SUB_BITS;
 
 impl Default for Histogram {
     fn default() -> Self {
-        Histogram { counts: Vec::new(), count: 0, sum: 0, min: u64::MAX, max: 0 }
+        Histogram {
+            counts: Vec::new(),
+            count: 0,
+            sum: 0,
+            min: u64::MAX,
+            max: 0,
+        }
     }
 }
 

@@ -24,27 +24,41 @@ fn parse_path(path: &str) -> Result<Vec<Seg>, String> {
         }
         segs.push(Seg::Key(key.to_string()));
         while !rest.is_empty() {
-            let close = rest.find(']').ok_or_else(|| format!("key path {path:?}: missing ']'"))?;
-            let idx: usize = rest[1..close]
-                .parse()
-                .map_err(|_| format!("key path {path:?}: index {:?} is not a number", &rest[1..close]))?;
+            let close = rest
+                .find(']')
+                .ok_or_else(|| format!("key path {path:?}: missing ']'"))?;
+            let idx: usize = rest[1..close].parse().map_err(|_| {
+                format!(
+                    "key path {path:?}: index {:?} is not a number",
+                    &rest[1..close]
+                )
+            })?;
             segs.push(Seg::Index(idx));
             rest = &rest[close + 1..];
             if !rest.is_empty() && !rest.starts_with('[') {
-                return Err(format!("key path {path:?}: unexpected {rest:?} after an index"));
+                return Err(format!(
+                    "key path {path:?}: unexpected {rest:?} after an index"
+                ));
             }
         }
     }
     Ok(segs)
 }
 
-fn walk<'a>(root: &'a mut Value, segs: &[Seg], path: &str, create: bool) -> Result<&'a mut Value, String> {
+fn walk<'a>(
+    root: &'a mut Value,
+    segs: &[Seg],
+    path: &str,
+    create: bool,
+) -> Result<&'a mut Value, String> {
     let mut cur = root;
     for (i, seg) in segs.iter().enumerate() {
         let here = || format!("key path {path:?}");
         cur = match seg {
             Seg::Key(k) => {
-                let Value::Table(t) = cur else { return Err(format!("{}: {:?} is not a table", here(), k)) };
+                let Value::Table(t) = cur else {
+                    return Err(format!("{}: {:?} is not a table", here(), k));
+                };
                 if !t.contains_key(k) {
                     if !create {
                         return Err(format!("{}: no key {:?}", here(), k));
@@ -59,9 +73,20 @@ fn walk<'a>(root: &'a mut Value, segs: &[Seg], path: &str, create: bool) -> Resu
                 t.get_mut(k).unwrap()
             }
             Seg::Index(n) => {
-                let Value::Array(a) = cur else { return Err(format!("{}: [{}] indexes something that is not an array", here(), n)) };
+                let Value::Array(a) = cur else {
+                    return Err(format!(
+                        "{}: [{}] indexes something that is not an array",
+                        here(),
+                        n
+                    ));
+                };
                 let len = a.len();
-                a.get_mut(*n).ok_or_else(|| format!("{}: index {n} is out of range (the array has {len} entries)", here()))?
+                a.get_mut(*n).ok_or_else(|| {
+                    format!(
+                        "{}: index {n} is out of range (the array has {len} entries)",
+                        here()
+                    )
+                })?
             }
         };
     }
@@ -79,9 +104,17 @@ pub fn set(doc: &mut Value, path: &str, value: Value) -> Result<(), String> {
         }
         (Seg::Index(n), Value::Array(a)) => {
             let len = a.len();
-            *a.get_mut(*n).ok_or_else(|| format!("key path {path:?}: index {n} is out of range (the array has {len} entries)"))? = value;
+            *a.get_mut(*n).ok_or_else(|| {
+                format!(
+                    "key path {path:?}: index {n} is out of range (the array has {len} entries)"
+                )
+            })? = value;
         }
-        _ => return Err(format!("key path {path:?} does not fit the document's shape")),
+        _ => {
+            return Err(format!(
+                "key path {path:?} does not fit the document's shape"
+            ))
+        }
     }
     Ok(())
 }
@@ -93,15 +126,23 @@ pub fn remove(doc: &mut Value, path: &str) -> Result<(), String> {
     let p = walk(doc, parent, path, false)?;
     match (last, p) {
         (Seg::Key(k), Value::Table(t)) => {
-            t.remove(k).ok_or_else(|| format!("key path {path:?}: no key {k:?}"))?;
+            t.remove(k)
+                .ok_or_else(|| format!("key path {path:?}: no key {k:?}"))?;
         }
         (Seg::Index(n), Value::Array(a)) => {
             if *n >= a.len() {
-                return Err(format!("key path {path:?}: index {n} is out of range (the array has {} entries)", a.len()));
+                return Err(format!(
+                    "key path {path:?}: index {n} is out of range (the array has {} entries)",
+                    a.len()
+                ));
             }
             a.remove(*n);
         }
-        _ => return Err(format!("key path {path:?} does not fit the document's shape")),
+        _ => {
+            return Err(format!(
+                "key path {path:?} does not fit the document's shape"
+            ))
+        }
     }
     Ok(())
 }
@@ -112,14 +153,17 @@ mod tests {
 
     #[test]
     fn set_and_remove_by_path() {
-        let mut doc: Value = toml::from_str("[[vm]]\nname='a'\nvcpus=1\n[[vm]]\nname='b'\nvcpus=2\n").unwrap();
+        let mut doc: Value =
+            toml::from_str("[[vm]]\nname='a'\nvcpus=1\n[[vm]]\nname='b'\nvcpus=2\n").unwrap();
         set(&mut doc, "vm[1].vcpus", Value::Integer(8)).unwrap();
         assert_eq!(doc["vm"][1]["vcpus"].as_integer(), Some(8));
         set(&mut doc, "scheduler.features.x", Value::Boolean(true)).unwrap();
         assert_eq!(doc["scheduler"]["features"]["x"].as_bool(), Some(true));
         remove(&mut doc, "vm[0]").unwrap();
         assert_eq!(doc["vm"][0]["name"].as_str(), Some("b"));
-        assert!(set(&mut doc, "vm[5].vcpus", Value::Integer(1)).unwrap_err().contains("out of range"));
+        assert!(set(&mut doc, "vm[5].vcpus", Value::Integer(1))
+            .unwrap_err()
+            .contains("out of range"));
         assert!(parse_path("vm[x]").unwrap_err().contains("not a number"));
     }
 }

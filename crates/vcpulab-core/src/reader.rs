@@ -53,7 +53,12 @@ impl<'a> Owned<'a> {
     }
     pub fn table(&self) -> Res<Table<'a>> {
         match self.v {
-            Value::Table(map) => Ok(Table { origin: self.origin, path: self.path.clone(), map, used: RefCell::new(vec![]) }),
+            Value::Table(map) => Ok(Table {
+                origin: self.origin,
+                path: self.path.clone(),
+                map,
+                used: RefCell::new(vec![]),
+            }),
             other => self.err(format!("expected a table, got {}", type_name(other))),
         }
     }
@@ -73,8 +78,13 @@ impl<'a> Owned<'a> {
         match self.v {
             Value::Integer(i) if *i >= lo as i64 && (*i as u64) <= hi => Ok(*i as u64),
             Value::Integer(i) => self.err(format!("{i} is out of range; allowed {lo} to {hi}")),
-            Value::Float(f) if f.fract() == 0.0 && *f >= lo as f64 && *f <= hi as f64 => Ok(*f as u64),
-            other => self.err(format!("expected an integer from {lo} to {hi}, got {}", type_name(other))),
+            Value::Float(f) if f.fract() == 0.0 && *f >= lo as f64 && *f <= hi as f64 => {
+                Ok(*f as u64)
+            }
+            other => self.err(format!(
+                "expected an integer from {lo} to {hi}, got {}",
+                type_name(other)
+            )),
         }
     }
     pub fn f64_in(&self, lo: f64, hi: f64) -> Res<f64> {
@@ -94,7 +104,10 @@ impl<'a> Owned<'a> {
             Value::Integer(_) | Value::Float(_) => {
                 self.err("durations are strings with a unit, e.g. \"250us\", \"1.5ms\", \"10s\"")
             }
-            other => self.err(format!("expected a duration string like \"1ms\", got {}", type_name(other))),
+            other => self.err(format!(
+                "expected a duration string like \"1ms\", got {}",
+                type_name(other)
+            )),
         }
     }
     pub fn array(&self) -> Res<Vec<Owned<'a>>> {
@@ -102,7 +115,11 @@ impl<'a> Owned<'a> {
             Value::Array(items) => Ok(items
                 .iter()
                 .enumerate()
-                .map(|(i, v)| Owned { origin: self.origin, v, path: format!("{}[{}]", self.path, i) })
+                .map(|(i, v)| Owned {
+                    origin: self.origin,
+                    v,
+                    path: format!("{}[{}]", self.path, i),
+                })
                 .collect()),
             other => self.err(format!("expected an array, got {}", type_name(other))),
         }
@@ -111,7 +128,12 @@ impl<'a> Owned<'a> {
 
 impl<'a> Table<'a> {
     pub fn root(origin: &'a str, v: &'a Value) -> Res<Table<'a>> {
-        Owned { origin, v, path: String::new() }.table()
+        Owned {
+            origin,
+            v,
+            path: String::new(),
+        }
+        .table()
     }
 
     /// The same table, reported under another key path.
@@ -127,12 +149,20 @@ impl<'a> Table<'a> {
     pub fn get(&self, key: &str) -> Option<Owned<'a>> {
         let (k, v) = self.map.get_key_value(key)?;
         self.used.borrow_mut().push(k.as_str());
-        Some(Owned { origin: self.origin, v, path: join(&self.path, key) })
+        Some(Owned {
+            origin: self.origin,
+            v,
+            path: join(&self.path, key),
+        })
     }
 
     pub fn req(&self, key: &str) -> Res<Owned<'a>> {
         self.get(key).ok_or_else(|| {
-            ScenarioError::new(self.origin, join(&self.path, key), "is required but missing")
+            ScenarioError::new(
+                self.origin,
+                join(&self.path, key),
+                "is required but missing",
+            )
         })
     }
 
@@ -162,7 +192,10 @@ impl<'a> Table<'a> {
                     .unwrap_or_default();
                 return self.err(
                     key,
-                    format!("unknown key{hint}; allowed keys here: {}", allowed.join(", ")),
+                    format!(
+                        "unknown key{hint}; allowed keys here: {}",
+                        allowed.join(", ")
+                    ),
                 );
             }
         }
@@ -214,7 +247,11 @@ pub fn closest<'b>(word: &str, allowed: &[&'b str]) -> Option<&'b str> {
 pub fn json_to_toml(origin: &str, v: &serde_json::Value, path: &str) -> Res<Value> {
     Ok(match v {
         serde_json::Value::Null => {
-            return Err(ScenarioError::new(origin, path, "null is not allowed; leave the key out instead"))
+            return Err(ScenarioError::new(
+                origin,
+                path,
+                "null is not allowed; leave the key out instead",
+            ))
         }
         serde_json::Value::Bool(b) => Value::Boolean(*b),
         serde_json::Value::Number(n) => {
@@ -223,7 +260,11 @@ pub fn json_to_toml(origin: &str, v: &serde_json::Value, path: &str) -> Res<Valu
             } else if let Some(f) = n.as_f64() {
                 Value::Float(f)
             } else {
-                return Err(ScenarioError::new(origin, path, format!("number {n} is out of range")));
+                return Err(ScenarioError::new(
+                    origin,
+                    path,
+                    format!("number {n} is out of range"),
+                ));
             }
         }
         serde_json::Value::String(s) => Value::String(s.clone()),
@@ -249,7 +290,11 @@ pub fn parse_toml(origin: &str, text: &str) -> Res<Value> {
         let mut msg = format!("TOML syntax error: {}", e.message());
         if let Some(span) = e.span() {
             let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-            let col = span.start - text[..span.start.min(text.len())].rfind('\n').map_or(0, |p| p + 1) + 1;
+            let col = span.start
+                - text[..span.start.min(text.len())]
+                    .rfind('\n')
+                    .map_or(0, |p| p + 1)
+                + 1;
             msg = format!("line {line}, column {col}: {msg}");
         }
         ScenarioError::new(origin, "", msg)

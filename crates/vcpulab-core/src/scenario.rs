@@ -79,7 +79,12 @@ impl Default for Costs {
 
 impl HostSpec {
     pub fn topology(&self) -> Topology {
-        Topology::new(self.sockets, self.cores_per_socket, self.threads_per_core, self.numa_nodes)
+        Topology::new(
+            self.sockets,
+            self.cores_per_socket,
+            self.threads_per_core,
+            self.numa_nodes,
+        )
     }
     pub fn ncpus(&self) -> usize {
         (self.sockets * self.cores_per_socket * self.threads_per_core) as usize
@@ -133,8 +138,10 @@ impl Scenario {
     }
 
     pub fn from_file(path: &str) -> Result<Scenario, crate::Error> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| crate::Error::Io { path: path.to_string(), message: e.to_string() })?;
+        let text = std::fs::read_to_string(path).map_err(|e| crate::Error::Io {
+            path: path.to_string(),
+            message: e.to_string(),
+        })?;
         Ok(Scenario::from_toml_str(&text, path)?)
     }
 
@@ -151,7 +158,10 @@ impl Scenario {
         }
         let warmup = root.opt_duration("warmup")?.unwrap_or(SimDuration::ZERO);
         if warmup >= duration {
-            return root.err("warmup", format!("({warmup}) must be shorter than duration ({duration})"));
+            return root.err(
+                "warmup",
+                format!("({warmup}) must be shorter than duration ({duration})"),
+            );
         }
         let seed = root.opt_u64("seed", 0, u64::MAX >> 1)?.unwrap_or(1);
         let host = parse_host(&root.req("host")?.table()?)?;
@@ -176,20 +186,39 @@ impl Scenario {
         for item in &vm_items {
             let vm = parse_vm(item, ncpus)?;
             if vms.iter().any(|o: &VmSpec| o.name == vm.name) {
-                return item.table()?.err("name", format!("duplicate VM name {:?}; VM names must be unique", vm.name));
+                return item.table()?.err(
+                    "name",
+                    format!("duplicate VM name {:?}; VM names must be unique", vm.name),
+                );
             }
             total_vcpus += vm.vcpus as u64;
             total_threads += vm.workloads.iter().map(|w| w.threads as u64).sum::<u64>();
             vms.push(vm);
         }
         if total_vcpus > MAX_VCPUS_TOTAL {
-            return root.err("vm", format!("{total_vcpus} vCPUs in total exceed the limit of {MAX_VCPUS_TOTAL}"));
+            return root.err(
+                "vm",
+                format!("{total_vcpus} vCPUs in total exceed the limit of {MAX_VCPUS_TOTAL}"),
+            );
         }
         if total_threads > MAX_THREADS_TOTAL {
             return root.err("vm", format!("{total_threads} guest threads in total exceed the limit of {MAX_THREADS_TOTAL}"));
         }
-        let kvm = root.get("kvm").map(|k| k.table().and_then(|t| crate::kvm::parse_kvm(&t))).transpose()?;
-        root.finish(&["name", "description", "duration", "warmup", "seed", "host", "scheduler", "kvm", "vm"])?;
+        let kvm = root
+            .get("kvm")
+            .map(|k| k.table().and_then(|t| crate::kvm::parse_kvm(&t)))
+            .transpose()?;
+        root.finish(&[
+            "name",
+            "description",
+            "duration",
+            "warmup",
+            "seed",
+            "host",
+            "scheduler",
+            "kvm",
+            "vm",
+        ])?;
         Ok(Scenario {
             origin: origin.to_string(),
             name,
@@ -198,7 +227,10 @@ impl Scenario {
             warmup,
             seed,
             host,
-            scheduler: SchedulerSpec { name: sname, params },
+            scheduler: SchedulerSpec {
+                name: sname,
+                params,
+            },
             kvm,
             vms,
         })
@@ -212,7 +244,10 @@ fn parse_host(t: &Table) -> Res<HostSpec> {
     let nodes = t.opt_u64("numa_nodes", 1, 64)?.unwrap_or(1) as u32;
     let n = sockets as u64 * cores as u64 * threads as u64;
     if n > MAX_PCPUS {
-        return t.err("cores_per_socket", format!("the host would have {n} pCPUs; the limit is {MAX_PCPUS}"));
+        return t.err(
+            "cores_per_socket",
+            format!("the host would have {n} pCPUs; the limit is {MAX_PCPUS}"),
+        );
     }
     if let Err((key, msg)) = Topology::check_shape(sockets, cores, threads, nodes) {
         return t.err(&key, msg);
@@ -224,13 +259,18 @@ fn parse_host(t: &Table) -> Res<HostSpec> {
             if items.is_empty() {
                 return o.err("must list at least one clock (GHz), for 1 busy core");
             }
-            items.iter().map(|i| i.f64_in(0.01, 100.0)).collect::<Res<Vec<f64>>>()?
+            items
+                .iter()
+                .map(|i| i.f64_in(0.01, 100.0))
+                .collect::<Res<Vec<f64>>>()?
         }
     };
     let base_ghz = t
         .opt_f64("base_ghz", 0.01, 100.0)?
         .unwrap_or_else(|| turbo.first().copied().unwrap_or(1.0));
-    let smt_throughput = t.opt_f64("smt_throughput", 0.1, threads as f64)?.unwrap_or(if threads > 1 { 1.25 } else { 1.0 });
+    let smt_throughput = t
+        .opt_f64("smt_throughput", 0.1, threads as f64)?
+        .unwrap_or(if threads > 1 { 1.25 } else { 1.0 });
     let mut costs = Costs::default();
     if let Some(c) = t.get("costs") {
         let ct = c.table()?;
@@ -239,7 +279,10 @@ fn parse_host(t: &Table) -> Res<HostSpec> {
         }
         if let Some(m) = ct.get("migration") {
             let mt = m.table()?;
-            for (i, key) in ["smt_sibling", "same_socket", "other_socket", "other_numa"].iter().enumerate() {
+            for (i, key) in ["smt_sibling", "same_socket", "other_socket", "other_numa"]
+                .iter()
+                .enumerate()
+            {
                 if let Some(d) = mt.opt_duration(key)? {
                     costs.migration[i] = d;
                 }
@@ -288,7 +331,10 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
     let t = item.table()?;
     let name = t.req("name")?.str()?.to_string();
     if name.is_empty() || name.contains(|c: char| c.is_whitespace() || c == '.' || c == '[') {
-        return t.err("name", format!("{name:?} is not a valid VM name: use letters, digits, '-' or '_'"));
+        return t.err(
+            "name",
+            format!("{name:?} is not a valid VM name: use letters, digits, '-' or '_'"),
+        );
     }
     let vcpus = t.req("vcpus")?.u64_in(1, MAX_VCPUS_TOTAL)? as u32;
     let weight = t.opt_u64("weight", 1, 65_535)?.unwrap_or(256) as u32;
@@ -304,19 +350,34 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
                         items.len()
                     ));
                 }
-                items.iter().map(|i| parse_affinity(i, ncpus).map(Some)).collect::<Res<_>>()?
+                items
+                    .iter()
+                    .map(|i| parse_affinity(i, ncpus).map(Some))
+                    .collect::<Res<_>>()?
             }
-            other => return o.err(format!("expected a cpu-list string like \"0-3\" or an array of them, got {}", type_name(other))),
+            other => {
+                return o.err(format!(
+                    "expected a cpu-list string like \"0-3\" or an array of them, got {}",
+                    type_name(other)
+                ))
+            }
         },
     };
     let spinlock = match t.opt_str("spinlock")? {
         None | Some("ticket") => LockKind::Ticket,
         Some("tas") => LockKind::TestAndSet,
-        Some(other) => return t.err("spinlock", format!("unknown spinlock kind {other:?}; allowed: \"ticket\", \"tas\"")),
+        Some(other) => {
+            return t.err(
+                "spinlock",
+                format!("unknown spinlock kind {other:?}; allowed: \"ticket\", \"tas\""),
+            )
+        }
     };
     // Linux guest CFS with two runnable threads on one vCPU gives each about half of the
     // unscaled 6 ms sched_latency; we round to a 3 ms round-robin slice.
-    let guest_timeslice = t.opt_duration("guest_timeslice")?.unwrap_or(SimDuration::from_ms(3));
+    let guest_timeslice = t
+        .opt_duration("guest_timeslice")?
+        .unwrap_or(SimDuration::from_ms(3));
     if guest_timeslice.ns() == 0 {
         return t.err("guest_timeslice", "must be longer than 0s");
     }
@@ -330,6 +391,25 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
             .map(|w| workload::parse_workload(w, &mut locks, spinlock, vcpus))
             .collect::<Res<Vec<_>>>()?,
     };
-    t.finish(&["name", "vcpus", "weight", "affinity", "spinlock", "guest_timeslice", "start_jitter", "workload"])?;
-    Ok(VmSpec { name, vcpus, weight, affinity, spinlock, guest_timeslice, start_jitter, workloads, locks })
+    t.finish(&[
+        "name",
+        "vcpus",
+        "weight",
+        "affinity",
+        "spinlock",
+        "guest_timeslice",
+        "start_jitter",
+        "workload",
+    ])?;
+    Ok(VmSpec {
+        name,
+        vcpus,
+        weight,
+        affinity,
+        spinlock,
+        guest_timeslice,
+        start_jitter,
+        workloads,
+        locks,
+    })
 }

@@ -120,7 +120,9 @@ impl fmt::Display for SimDuration {
 pub fn parse_duration(text: &str) -> Result<SimDuration, String> {
     let s = text.trim();
     let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E'))
+        .find(|c: char| {
+            !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E')
+        })
         .unwrap_or(s.len());
     // 'e' may be the start of a unit only in principle; none of our units start with e.
     let (num, unit) = s.split_at(split);
@@ -131,14 +133,20 @@ pub fn parse_duration(text: &str) -> Result<SimDuration, String> {
             text
         ));
     }
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("{:?} is not a number followed by a unit (ns, us, ms, s, min, h)", text))?;
+    let value: f64 = num.parse().map_err(|_| {
+        format!(
+            "{:?} is not a number followed by a unit (ns, us, ms, s, min, h)",
+            text
+        )
+    })?;
     if !value.is_finite() {
         return Err(format!("{:?} is not a finite duration", text));
     }
     if value < 0.0 {
-        return Err(format!("duration {:?} is negative; durations must be >= 0", text));
+        return Err(format!(
+            "duration {:?} is negative; durations must be >= 0",
+            text
+        ));
     }
     let per: f64 = match unit {
         "ns" => 1.0,
@@ -189,8 +197,12 @@ mod tests {
     fn rejects_bad_durations_with_reasons() {
         assert!(parse_duration("-5ms").unwrap_err().contains("negative"));
         assert!(parse_duration("5").unwrap_err().contains("no unit"));
-        assert!(parse_duration("5 parsecs").unwrap_err().contains("unknown time unit"));
-        assert!(parse_duration("ms").unwrap_err().contains("expected a duration"));
+        assert!(parse_duration("5 parsecs")
+            .unwrap_err()
+            .contains("unknown time unit"));
+        assert!(parse_duration("ms")
+            .unwrap_err()
+            .contains("expected a duration"));
     }
 
     #[test]

@@ -24,8 +24,12 @@ pub enum Distance {
 }
 
 impl Distance {
-    pub const MIGRATIONS: [Distance; 4] =
-        [Distance::SmtSibling, Distance::SameSocket, Distance::OtherSocket, Distance::OtherNuma];
+    pub const MIGRATIONS: [Distance; 4] = [
+        Distance::SmtSibling,
+        Distance::SameSocket,
+        Distance::OtherSocket,
+        Distance::OtherNuma,
+    ];
     pub fn key(self) -> &'static str {
         match self {
             Distance::SameCpu => "same_cpu",
@@ -56,7 +60,12 @@ pub struct Topology {
 
 impl Topology {
     /// Builds the topology; the caller has validated that the shape is consistent.
-    pub fn new(sockets: u32, cores_per_socket: u32, threads_per_core: u32, numa_nodes: u32) -> Topology {
+    pub fn new(
+        sockets: u32,
+        cores_per_socket: u32,
+        threads_per_core: u32,
+        numa_nodes: u32,
+    ) -> Topology {
         let mut cpus = Vec::new();
         let total_cores = sockets * cores_per_socket;
         for socket in 0..sockets {
@@ -70,16 +79,32 @@ impl Topology {
                     socket * per_socket + c / cores_per_node
                 };
                 for thread in 0..threads_per_core {
-                    cpus.push(CpuInfo { socket, core, thread, node });
+                    cpus.push(CpuInfo {
+                        socket,
+                        core,
+                        thread,
+                        node,
+                    });
                 }
             }
         }
         debug_assert_eq!(cpus.len() as u32, total_cores * threads_per_core);
-        Topology { sockets, cores_per_socket, threads_per_core, numa_nodes, cpus }
+        Topology {
+            sockets,
+            cores_per_socket,
+            threads_per_core,
+            numa_nodes,
+            cpus,
+        }
     }
 
     /// Checks the shape; returns a message naming the offending key.
-    pub fn check_shape(sockets: u32, cores: u32, threads: u32, nodes: u32) -> Result<(), (String, String)> {
+    pub fn check_shape(
+        sockets: u32,
+        cores: u32,
+        threads: u32,
+        nodes: u32,
+    ) -> Result<(), (String, String)> {
         let err = |k: &str, m: String| Err((k.to_string(), m));
         if sockets == 0 {
             return err("sockets", "must be at least 1".into());
@@ -95,7 +120,10 @@ impl Topology {
         }
         if nodes <= sockets {
             if sockets % nodes != 0 {
-                return err("numa_nodes", format!("{nodes} NUMA nodes do not divide {sockets} sockets evenly"));
+                return err(
+                    "numa_nodes",
+                    format!("{nodes} NUMA nodes do not divide {sockets} sockets evenly"),
+                );
             }
         } else if nodes % sockets != 0 || cores % (nodes / sockets) != 0 {
             return err(
@@ -147,7 +175,9 @@ pub struct CpuSet {
 
 impl CpuSet {
     pub fn empty(ncpus: usize) -> CpuSet {
-        CpuSet { words: vec![0; ncpus.div_ceil(64).max(1)] }
+        CpuSet {
+            words: vec![0; ncpus.div_ceil(64).max(1)],
+        }
     }
     pub fn full(ncpus: usize) -> CpuSet {
         let mut s = CpuSet::empty(ncpus);
@@ -172,7 +202,9 @@ impl CpuSet {
     }
     #[inline]
     pub fn contains(&self, cpu: usize) -> bool {
-        self.words.get(cpu / 64).is_some_and(|w| w & (1 << (cpu % 64)) != 0)
+        self.words
+            .get(cpu / 64)
+            .is_some_and(|w| w & (1 << (cpu % 64)) != 0)
     }
     pub fn len(&self) -> usize {
         self.words.iter().map(|w| w.count_ones() as usize).sum()
@@ -208,7 +240,9 @@ impl CpuSet {
     }
     pub fn intersect(&self, other: &CpuSet) -> CpuSet {
         let n = self.words.len().min(other.words.len());
-        CpuSet { words: (0..n).map(|i| self.words[i] & other.words[i]).collect() }
+        CpuSet {
+            words: (0..n).map(|i| self.words[i] & other.words[i]).collect(),
+        }
     }
     pub fn subtract(&self, other: &CpuSet) -> CpuSet {
         let words = self
@@ -237,7 +271,9 @@ impl CpuSet {
                 if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
                     return Err(format!("bad token {:?} in cpu-list {:?}: expected a cpu number or a range like 0-3", tok, text));
                 }
-                let v: usize = s.parse().map_err(|_| format!("cpu number {:?} in {:?} is too large", s, text))?;
+                let v: usize = s
+                    .parse()
+                    .map_err(|_| format!("cpu number {:?} in {:?} is too large", s, text))?;
                 if v >= 1 << 20 {
                     return Err(format!("cpu number {v} in {:?} is too large", text));
                 }
@@ -246,7 +282,10 @@ impl CpuSet {
             if let Some((a, b)) = tok.split_once('-') {
                 let (lo, hi) = (parse_num(a)?, parse_num(b)?);
                 if lo > hi {
-                    return Err(format!("range {:?} in cpu-list {:?} runs backwards", tok, text));
+                    return Err(format!(
+                        "range {:?} in cpu-list {:?} runs backwards",
+                        tok, text
+                    ));
                 }
                 for c in lo..=hi {
                     set.insert(c);
@@ -269,7 +308,11 @@ impl fmt::Display for CpuSet {
             while it.peek() == Some(&(end + 1)) {
                 end = it.next().unwrap();
             }
-            parts.push(if start == end { start.to_string() } else { format!("{start}-{end}") });
+            parts.push(if start == end {
+                start.to_string()
+            } else {
+                format!("{start}-{end}")
+            });
         }
         write!(f, "{}", parts.join(","))
     }

@@ -13,12 +13,23 @@ use crate::scenario::LockKind;
 #[derive(Clone, Debug, PartialEq)]
 pub enum Dist {
     Fixed(f64),
-    Exp { mean: f64 },
-    Uniform { lo: f64, hi: f64 },
+    Exp {
+        mean: f64,
+    },
+    Uniform {
+        lo: f64,
+        hi: f64,
+    },
     /// Normal, truncated at zero.
-    Normal { mean: f64, sd: f64 },
+    Normal {
+        mean: f64,
+        sd: f64,
+    },
     /// Log-normal given by its median and the sigma of the underlying normal.
-    LogNormal { median: f64, sigma: f64 },
+    LogNormal {
+        median: f64,
+        sigma: f64,
+    },
 }
 
 impl Dist {
@@ -45,9 +56,18 @@ impl Dist {
         match *self {
             Dist::Fixed(x) => Dist::Fixed(x * k),
             Dist::Exp { mean } => Dist::Exp { mean: mean * k },
-            Dist::Uniform { lo, hi } => Dist::Uniform { lo: lo * k, hi: hi * k },
-            Dist::Normal { mean, sd } => Dist::Normal { mean: mean * k, sd: sd * k },
-            Dist::LogNormal { median, sigma } => Dist::LogNormal { median: median * k, sigma },
+            Dist::Uniform { lo, hi } => Dist::Uniform {
+                lo: lo * k,
+                hi: hi * k,
+            },
+            Dist::Normal { mean, sd } => Dist::Normal {
+                mean: mean * k,
+                sd: sd * k,
+            },
+            Dist::LogNormal { median, sigma } => Dist::LogNormal {
+                median: median * k,
+                sigma,
+            },
         }
     }
 }
@@ -75,7 +95,13 @@ pub enum Op {
     /// spinlocks (Intel PLE ignores those).
     /// `shards` > 1: the threads are split into that many consecutive groups, each with
     /// its own instance of the lock (e.g. one socket lock per hackbench group).
-    Lock { lock: u32, hold: Dist, kind: LockKind, mode: Mode, shards: u32 },
+    Lock {
+        lock: u32,
+        hold: Dist,
+        kind: LockKind,
+        mode: Mode,
+        shards: u32,
+    },
     /// Send an IPI to other vCPUs and spin until each has acknowledged (a target
     /// acknowledges when it runs).
     Ipi { targets: IpiTargets },
@@ -153,15 +179,35 @@ fn benchmark_ops(kind: &str, work: f64, lock: LockKind) -> Option<(Vec<Op>, &'st
     let us = |x: f64| Work::Time(Dist::Fixed(x * 1e3));
     let exp_us = |x: f64| Work::Time(Dist::Exp { mean: x * 1e3 });
     let compute = |w: Work, mode: Mode| Op::Compute { work: w, mode };
-    let lk = |id: u32, hold_us: f64, shards: u32| Op::Lock { lock: id, hold: Dist::Fixed(hold_us * 1e3), kind: lock, mode: Mode::Kernel, shards };
-    let ipi = Op::Ipi { targets: IpiTargets::All };
+    let lk = |id: u32, hold_us: f64, shards: u32| Op::Lock {
+        lock: id,
+        hold: Dist::Fixed(hold_us * 1e3),
+        kind: lock,
+        mode: Mode::Kernel,
+        shards,
+    };
+    let ipi = Op::Ipi {
+        targets: IpiTargets::All,
+    };
     Some(match kind {
         "ebizzy" => (
-            vec![compute(exp_us(50.0 * work), Mode::Kernel), compute(exp_us(150.0 * work), Mode::User), ipi],
+            vec![
+                compute(exp_us(50.0 * work), Mode::Kernel),
+                compute(exp_us(150.0 * work), Mode::User),
+                ipi,
+            ],
             "records/s",
             1,
         ),
-        "pbzip2" => (vec![compute(exp_us(2000.0 * work), Mode::User), lk(0, 2.0, 1), ipi], "blocks/s", 1),
+        "pbzip2" => (
+            vec![
+                compute(exp_us(2000.0 * work), Mode::User),
+                lk(0, 2.0, 1),
+                ipi,
+            ],
+            "blocks/s",
+            1,
+        ),
         "hackbench" => (
             vec![
                 compute(us(2.0 * work), Mode::Kernel),
@@ -169,7 +215,9 @@ fn benchmark_ops(kind: &str, work: f64, lock: LockKind) -> Option<(Vec<Op>, &'st
                 compute(us(2.0 * work), Mode::Kernel),
                 lk(8, 0.3, 4),
                 compute(us(1.0 * work), Mode::User),
-                Op::Sleep { duration: Dist::Exp { mean: 10e3 * work } },
+                Op::Sleep {
+                    duration: Dist::Exp { mean: 10e3 * work },
+                },
             ],
             "messages/s",
             4,
@@ -180,13 +228,19 @@ fn benchmark_ops(kind: &str, work: f64, lock: LockKind) -> Option<(Vec<Op>, &'st
                 lk(0, 4.0, 1),
                 compute(us(20.0 * work), Mode::Kernel),
                 lk(1, 2.0, 1),
-                Op::Io { latency: Dist::Exp { mean: 100e3 } },
+                Op::Io {
+                    latency: Dist::Exp { mean: 100e3 },
+                },
             ],
             "ops/s",
             1,
         ),
         "swaptions" => (vec![compute(us(10_000.0 * work), Mode::User)], "ops/s", 1),
-        "raytrace" => (vec![compute(exp_us(5000.0 * work), Mode::User), lk(0, 1.0, 1)], "ops/s", 1),
+        "raytrace" => (
+            vec![compute(exp_us(5000.0 * work), Mode::User), lk(0, 1.0, 1)],
+            "ops/s",
+            1,
+        ),
         "vips" => (
             vec![
                 compute(exp_us(100.0 * work), Mode::User),
@@ -238,7 +292,9 @@ fn parse_dist_with(o: &Owned, scalar: &dyn Fn(&Owned) -> Res<f64>) -> Res<Dist> 
                     )
                 }
             };
-            t.finish(&["dist", "value", "mean", "min", "max", "sd", "median", "sigma"])?;
+            t.finish(&[
+                "dist", "value", "mean", "min", "max", "sd", "median", "sigma",
+            ])?;
             Ok(d)
         }
         _ => Ok(Dist::Fixed(scalar(o)?)),
@@ -258,7 +314,10 @@ fn parse_mode(t: &Table) -> Res<Mode> {
     match t.opt_str("mode")? {
         None | Some("user") => Ok(Mode::User),
         Some("kernel") => Ok(Mode::Kernel),
-        Some(other) => t.err("mode", format!("unknown mode {other:?}; allowed: \"user\", \"kernel\"")),
+        Some(other) => t.err(
+            "mode",
+            format!("unknown mode {other:?}; allowed: \"user\", \"kernel\""),
+        ),
     }
 }
 
@@ -268,7 +327,10 @@ fn parse_work(t: &Table, what: &str) -> Res<Work> {
         (true, true) => t.err("cycles", "give either duration or cycles, not both"),
         (true, false) => Ok(Work::Time(parse_dist(&t.req("duration")?)?)),
         (false, true) => Ok(Work::Cycles(parse_cycles(&t.req("cycles")?)?)),
-        (false, false) => t.err("duration", format!("{what} needs a duration (e.g. \"50us\") or cycles")),
+        (false, false) => t.err(
+            "duration",
+            format!("{what} needs a duration (e.g. \"50us\") or cycles"),
+        ),
     }
 }
 
@@ -289,7 +351,12 @@ impl Work {
     }
 }
 
-fn parse_op(o: &Owned, locks: &mut Vec<String>, default_lock: LockKind, vcpus: u32) -> Res<Vec<Op>> {
+fn parse_op(
+    o: &Owned,
+    locks: &mut Vec<String>,
+    default_lock: LockKind,
+    vcpus: u32,
+) -> Res<Vec<Op>> {
     let t = o.table()?;
     let op = t.req("op")?.str()?;
     let allowed: &[&str];
@@ -391,13 +458,17 @@ fn parse_arrivals(o: &Owned) -> Res<Arrivals> {
     let t = o.table()?;
     let process = t.req("process")?.str()?;
     let a = match process {
-        "poisson" => Arrivals::Poisson { rate: t.req("rate")?.f64_in(1e-9, 1e9)? },
+        "poisson" => Arrivals::Poisson {
+            rate: t.req("rate")?.f64_in(1e-9, 1e9)?,
+        },
         "periodic" => {
             let d = t.req("interval")?.duration()?;
             if d.ns() == 0 {
                 return t.err("interval", "must be longer than 0s");
             }
-            Arrivals::Periodic { interval: d.ns() as f64 }
+            Arrivals::Periodic {
+                interval: d.ns() as f64,
+            }
         }
         "closed" => Arrivals::Closed {
             clients: t.req("clients")?.u64_in(1, 1_000_000)? as u32,
@@ -406,14 +477,24 @@ fn parse_arrivals(o: &Owned) -> Res<Arrivals> {
                 None => Dist::Fixed(0.0),
             },
         },
-        other => return t.err("process", format!("unknown arrival process {other:?}; allowed: poisson, periodic, closed")),
+        other => {
+            return t.err(
+                "process",
+                format!("unknown arrival process {other:?}; allowed: poisson, periodic, closed"),
+            )
+        }
     };
     t.finish(&["process", "rate", "interval", "clients", "think"])?;
     Ok(a)
 }
 
 /// Parses one `[[vm.workload]]` table, registering the lock names it uses.
-pub fn parse_workload(o: &Owned, locks: &mut Vec<String>, default_lock: LockKind, vcpus: u32) -> Res<WorkloadSpec> {
+pub fn parse_workload(
+    o: &Owned,
+    locks: &mut Vec<String>,
+    default_lock: LockKind,
+    vcpus: u32,
+) -> Res<WorkloadSpec> {
     let t = o.table()?;
     let kind = t.req("kind")?.str()?.to_string();
     let threads = t.opt_u64("threads", 0, 1_000_000)?.unwrap_or(1) as u32;
@@ -435,48 +516,97 @@ pub fn parse_workload(o: &Owned, locks: &mut Vec<String>, default_lock: LockKind
             if uses_requests && arrivals.is_none() {
                 return t.err("arrivals", "the program waits for requests, so it needs arrivals = { process = \"poisson\", rate = ... }");
             }
-            (ops, if uses_requests { "requests/s".into() } else { "loops/s".into() }, &["kind", "threads", "ops", "unit", "arrivals"])
+            (
+                ops,
+                if uses_requests {
+                    "requests/s".into()
+                } else {
+                    "loops/s".into()
+                },
+                &["kind", "threads", "ops", "unit", "arrivals"],
+            )
         }
         "sysbench-cpu" => {
             let work = match (t.has("event_cost"), t.get("event_cycles")) {
-                (true, Some(_)) => return t.err("event_cycles", "give either event_cost or event_cycles, not both"),
+                (true, Some(_)) => {
+                    return t.err(
+                        "event_cycles",
+                        "give either event_cost or event_cycles, not both",
+                    )
+                }
                 (true, None) => Work::Time(parse_dist(&t.req("event_cost")?)?),
                 (false, Some(c)) => Work::Cycles(parse_cycles(&c)?),
                 (false, None) => Work::Cycles(Dist::Fixed(SYSBENCH_EVENT_CYCLES)),
             };
-            (vec![Op::Compute { work, mode: Mode::User }], "events/s".into(), &["kind", "threads", "event_cost", "event_cycles", "unit"])
+            (
+                vec![Op::Compute {
+                    work,
+                    mode: Mode::User,
+                }],
+                "events/s".into(),
+                &["kind", "threads", "event_cost", "event_cycles", "unit"],
+            )
         }
         "stress-ng" => {
             // One bogo-op of the cpu stressor is taken as 1 ms of work at the base clock;
             // only the CPU it takes matters for the host scheduler.
-            let op = t.opt_duration("bogo_op")?.map(|d| d.ns() as f64).unwrap_or(1e6);
+            let op = t
+                .opt_duration("bogo_op")?
+                .map(|d| d.ns() as f64)
+                .unwrap_or(1e6);
             if op <= 0.0 {
                 return t.err("bogo_op", "must be longer than 0s");
             }
-            (vec![Op::Compute { work: Work::Time(Dist::Fixed(op)), mode: Mode::User }], "bogo-ops/s".into(), &["kind", "threads", "bogo_op", "unit"])
+            (
+                vec![Op::Compute {
+                    work: Work::Time(Dist::Fixed(op)),
+                    mode: Mode::User,
+                }],
+                "bogo-ops/s".into(),
+                &["kind", "threads", "bogo_op", "unit"],
+            )
         }
         "lookbusy" => {
             let util = t.req("utilization")?.f64_in(0.0, 100.0)? / 100.0;
             // lookbusy adjusts its busy/sleep split on a short control period; 10 ms keeps
             // the duty cycle visible at scheduler time scales.
-            let period = t.opt_duration("period")?.map(|d| d.ns() as f64).unwrap_or(10e6);
+            let period = t
+                .opt_duration("period")?
+                .map(|d| d.ns() as f64)
+                .unwrap_or(10e6);
             if period <= 0.0 {
                 return t.err("period", "must be longer than 0s");
             }
             let mut ops = vec![];
             if util > 0.0 {
-                ops.push(Op::Compute { work: Work::Time(Dist::Fixed(util * period)), mode: Mode::User });
+                ops.push(Op::Compute {
+                    work: Work::Time(Dist::Fixed(util * period)),
+                    mode: Mode::User,
+                });
             }
             if util < 1.0 {
-                ops.push(Op::Sleep { duration: Dist::Fixed((1.0 - util) * period) });
+                ops.push(Op::Sleep {
+                    duration: Dist::Fixed((1.0 - util) * period),
+                });
             }
-            (ops, "periods/s".into(), &["kind", "threads", "utilization", "period", "unit"])
+            (
+                ops,
+                "periods/s".into(),
+                &["kind", "threads", "utilization", "period", "unit"],
+            )
         }
         other => {
             let work = t.opt_f64("work", 0.001, 1000.0)?.unwrap_or(1.0);
-            let Some((ops, unit, threads_per_vcpu)) = benchmark_ops(other, work, default_lock) else {
+            let Some((ops, unit, threads_per_vcpu)) = benchmark_ops(other, work, default_lock)
+            else {
                 let names: Vec<&str> = PRESETS.iter().map(|p| p.0).collect();
-                return t.err("kind", format!("unknown workload kind {other:?}; allowed: {}", names.join(", ")));
+                return t.err(
+                    "kind",
+                    format!(
+                        "unknown workload kind {other:?}; allowed: {}",
+                        names.join(", ")
+                    ),
+                );
             };
             // Lock ids 0..12 are this workload's own locks (hackbench: 8 socket-lock shards
             // and 4 run-queue-lock shards).
@@ -487,7 +617,19 @@ pub fn parse_workload(o: &Owned, locks: &mut Vec<String>, default_lock: LockKind
             let ops = ops
                 .into_iter()
                 .map(|op| match op {
-                    Op::Lock { lock, hold, kind, mode, shards } => Op::Lock { lock: base + lock, hold, kind, mode, shards },
+                    Op::Lock {
+                        lock,
+                        hold,
+                        kind,
+                        mode,
+                        shards,
+                    } => Op::Lock {
+                        lock: base + lock,
+                        hold,
+                        kind,
+                        mode,
+                        shards,
+                    },
                     o => o,
                 })
                 .collect();
@@ -496,11 +638,26 @@ pub fn parse_workload(o: &Owned, locks: &mut Vec<String>, default_lock: LockKind
         }
     };
     if kind != "program" && arrivals.is_some() {
-        return t.err("arrivals", format!("the {kind} preset takes no arrivals; use kind = \"program\" with wait_request"));
+        return t.err(
+            "arrivals",
+            format!(
+                "the {kind} preset takes no arrivals; use kind = \"program\" with wait_request"
+            ),
+        );
     }
     t.finish(allowed)?;
-    let threads = if t.has("threads") { threads } else { default_threads };
+    let threads = if t.has("threads") {
+        threads
+    } else {
+        default_threads
+    };
     let counts_requests = ops.iter().any(|o| matches!(o, Op::Respond));
-    Ok(WorkloadSpec { kind, threads, ops, unit: unit_override.unwrap_or(unit), counts_requests, arrivals })
+    Ok(WorkloadSpec {
+        kind,
+        threads,
+        ops,
+        unit: unit_override.unwrap_or(unit),
+        counts_requests,
+        arrivals,
+    })
 }
-

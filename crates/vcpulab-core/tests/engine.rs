@@ -7,7 +7,10 @@ use vcpulab_core::{Error, Scenario};
 
 #[allow(non_snake_case)]
 fn CHECKED() -> RunOptions {
-    RunOptions { check_invariants: true, ..Default::default() }
+    RunOptions {
+        check_invariants: true,
+        ..Default::default()
+    }
 }
 
 fn scenario(text: &str) -> Scenario {
@@ -101,9 +104,110 @@ fn a_scheduler_that_double_books_a_vcpu_is_caught() {
         }
     }
     let sc = scenario(&mixed("rr"));
-    let err = Sim::new(&sc, DoubleBooker, 1, CHECKED()).run(&sc).unwrap_err();
+    let err = Sim::new(&sc, DoubleBooker, 1, CHECKED())
+        .run(&sc)
+        .unwrap_err();
     assert!(err.message.contains("scheduler bug"), "{err}");
     assert_eq!(err.seed, 1);
+}
+
+/// Every runnable entity eventually runs: under every fair scheduler the checker's
+/// starvation bound holds on an overcommitted host (12 hogs and spinners on 8 pCPUs, the
+/// `mixed` scenario above runs with it too).
+#[test]
+fn no_runnable_vcpu_starves_beyond_the_schedulers_bound() {
+    let over = mixed("X")
+        .replace("name = \"hog\"\nvcpus = 4", "name = \"hog\"\nvcpus = 12")
+        .replace("threads = 4", "threads = 12");
+    for s in SCHEDULERS {
+        let sc = scenario(&over.replace("name = \"X\"", &format!("name = \"{s}\"")));
+        assert_eq!(sc.vms[2].vcpus, 12);
+        run(&sc, None, &CHECKED()).unwrap_or_else(|e| panic!("{s}: {e}"));
+    }
+}
+
+/// The starvation check must be able to fail: a strict-priority scheduler (lowest task id
+/// first, never preempting) that nevertheless promises a 50 ms bound is caught, and the
+/// message names the starving vCPU.
+#[test]
+fn a_scheduler_that_starves_a_runnable_vcpu_is_caught() {
+    use std::collections::BTreeSet;
+    use vcpulab_core::sched::SchedView;
+    use vcpulab_core::time::SimDuration;
+    struct Starver {
+        ready: BTreeSet<TaskId>,
+    }
+    impl Scheduler for Starver {
+        fn init(&mut self, _: &mut SchedCtx) {}
+        fn wake(&mut self, ctx: &mut SchedCtx, t: TaskId) {
+            self.ready.insert(t);
+            for c in 0..ctx.ncpus() as CpuId {
+                if ctx.is_idle(c) {
+                    ctx.resched(c);
+                }
+            }
+        }
+        fn block(&mut self, _: &mut SchedCtx, _: CpuId, _: TaskId) {}
+        fn pick_next(
+            &mut self,
+            ctx: &mut SchedCtx,
+            cpu: CpuId,
+            prev: Option<TaskId>,
+        ) -> Option<TaskId> {
+            if prev.is_some() {
+                return prev;
+            }
+            let t = self.ready.iter().copied().find(|&t| ctx.allowed(t, cpu))?;
+            self.ready.remove(&t);
+            Some(t)
+        }
+        fn timer(&mut self, _: &mut SchedCtx, _: CpuId) {}
+        fn counters(&self) -> Vec<(&'static str, u64)> {
+            vec![]
+        }
+        fn starvation_bound(&self, _: &SchedView) -> Option<SimDuration> {
+            Some(SimDuration::from_ms(50))
+        }
+    }
+    // 3 hogs on 1 pCPU: the first one never leaves, the others wait forever.
+    let sc = scenario(
+        r#"
+duration = "1s"
+[host]
+cores_per_socket = 1
+[scheduler]
+name = "rr"
+[[vm]]
+name = "hogs"
+vcpus = 3
+[[vm.workload]]
+kind = "stress-ng"
+threads = 3
+"#,
+    );
+    let err = Sim::new(
+        &sc,
+        Starver {
+            ready: BTreeSet::new(),
+        },
+        1,
+        CHECKED(),
+    )
+    .run(&sc)
+    .unwrap_err();
+    assert!(err.message.contains("without running"), "{err}");
+    assert!(err.message.contains("\"hogs\""), "{err}");
+    // Without invariant checking the same run completes (the check is what fails it).
+    Sim::new(
+        &sc,
+        Starver {
+            ready: BTreeSet::new(),
+        },
+        1,
+        RunOptions::default(),
+    )
+    .run(&sc)
+    .unwrap();
 }
 
 /// CPU time handed out never exceeds pCPUs x duration, and busy + idle = pCPUs x duration.
@@ -118,7 +222,11 @@ fn cpu_time_handed_out_never_exceeds_pcpus_times_duration() {
         for v in &sum.vms {
             let accounted = v.cpu_time_s + v.wait_time_s + v.halted_time_s;
             let expect = v.vcpu_count as f64 * sum.duration_s;
-            assert!((accounted - expect).abs() < 1e-6, "{s}/{}: {accounted} vs {expect}", v.name);
+            assert!(
+                (accounted - expect).abs() < 1e-6,
+                "{s}/{}: {accounted} vs {expect}",
+                v.name
+            );
             assert!(v.spin_time_s <= v.cpu_time_s + 1e-9);
         }
     }
@@ -151,9 +259,20 @@ kind = "stress-ng"
         ));
         let sum = run(&sc, None, &CHECKED()).unwrap();
         let pinned = &sum.vms[0];
-        assert!(pinned.cpu_time_s <= 2.0 + 1e-9, "{s}: pinned VM got {}", pinned.cpu_time_s);
-        assert!(pinned.cpu_time_s > 1.9, "{s}: pinned VM starved: {}", pinned.cpu_time_s);
-        assert!((sum.vms[1].cpu_time_s - 2.0).abs() < 0.01, "{s}: free VM should own a pCPU");
+        assert!(
+            pinned.cpu_time_s <= 2.0 + 1e-9,
+            "{s}: pinned VM got {}",
+            pinned.cpu_time_s
+        );
+        assert!(
+            pinned.cpu_time_s > 1.9,
+            "{s}: pinned VM starved: {}",
+            pinned.cpu_time_s
+        );
+        assert!(
+            (sum.vms[1].cpu_time_s - 2.0).abs() < 0.01,
+            "{s}: free VM should own a pCPU"
+        );
     }
 }
 
@@ -189,7 +308,11 @@ threads = 2
         assert_eq!(sum.vms[0].cpu_time_s, 0.0, "{s}");
         assert_eq!(sum.vms[0].halted_time_s, 8.0, "{s}");
         // 1% duty cycle plus switch costs.
-        assert!(sum.vms[1].cpu_time_s < 0.05, "{s}: sleepy used {}", sum.vms[1].cpu_time_s);
+        assert!(
+            sum.vms[1].cpu_time_s < 0.05,
+            "{s}: sleepy used {}",
+            sum.vms[1].cpu_time_s
+        );
         assert!(sum.vms[1].halted_time_s > 1.9, "{s}");
     }
 }
@@ -208,15 +331,22 @@ fn equal_cpu_hogs_get_equal_shares_within_two_percent() {
         ("eevdf", 4, 2),
         ("eevdf", 8, 4),
     ] {
-        let mut text = format!("duration = \"20s\"\n[host]\ncores_per_socket = {pcpus}\n[scheduler]\nname = \"{s}\"\n");
+        let mut text = format!(
+            "duration = \"20s\"\n[host]\ncores_per_socket = {pcpus}\n[scheduler]\nname = \"{s}\"\n"
+        );
         for i in 0..vms {
-            text += &format!("[[vm]]\nname = \"v{i}\"\nvcpus = 1\n[[vm.workload]]\nkind = \"stress-ng\"\n");
+            text += &format!(
+                "[[vm]]\nname = \"v{i}\"\nvcpus = 1\n[[vm.workload]]\nkind = \"stress-ng\"\n"
+            );
         }
         let sum = run(&scenario(&text), None, &CHECKED()).unwrap();
         let shares: Vec<f64> = sum.vms.iter().map(|v| v.cpu_time_s).collect();
         let mean = shares.iter().sum::<f64>() / shares.len() as f64;
         for x in &shares {
-            assert!((x / mean - 1.0).abs() <= 0.02, "{s} {vms}/{pcpus}: shares {shares:?}");
+            assert!(
+                (x / mean - 1.0).abs() <= 0.02,
+                "{s} {vms}/{pcpus}: shares {shares:?}"
+            );
         }
         assert!(sum.fairness.jain_vm.unwrap() > 0.999);
     }
@@ -228,9 +358,13 @@ fn equal_cpu_hogs_get_equal_shares_within_two_percent() {
 #[test]
 fn fair_class_balances_n_plus_one_hogs_within_ten_percent() {
     for s in ["cfs", "eevdf"] {
-        let mut text = format!("duration = \"20s\"\n[host]\ncores_per_socket = 2\n[scheduler]\nname = \"{s}\"\n");
+        let mut text = format!(
+            "duration = \"20s\"\n[host]\ncores_per_socket = 2\n[scheduler]\nname = \"{s}\"\n"
+        );
         for i in 0..3 {
-            text += &format!("[[vm]]\nname = \"v{i}\"\nvcpus = 1\n[[vm.workload]]\nkind = \"stress-ng\"\n");
+            text += &format!(
+                "[[vm]]\nname = \"v{i}\"\nvcpus = 1\n[[vm.workload]]\nkind = \"stress-ng\"\n"
+            );
         }
         let sum = run(&scenario(&text), None, &CHECKED()).unwrap();
         let shares: Vec<f64> = sum.vms.iter().map(|v| v.cpu_time_s).collect();
@@ -238,7 +372,10 @@ fn fair_class_balances_n_plus_one_hogs_within_ten_percent() {
         for x in &shares {
             assert!((x / mean - 1.0).abs() <= 0.10, "{s}: shares {shares:?}");
         }
-        assert!(sum.host.migrations.total > 10, "{s}: balancing never moved a task");
+        assert!(
+            sum.host.migrations.total > 10,
+            "{s}: balancing never moved a task"
+        );
     }
 }
 
@@ -279,8 +416,16 @@ ops = [ { op = "compute", duration = { dist = "exp", mean = "100us" } }, { op = 
 "#;
     let extra = "[[vm]]\nname = \"b\"\nvcpus = 2\naffinity = \"1-3\"\n[[vm.workload]]\nkind = \"program\"\nthreads = 2\nops = [ { op = \"compute\", duration = { dist = \"exp\", mean = \"70us\" } }, { op = \"io\", latency = \"20us\" } ]\n";
     let one = run(&scenario(base), None, &RunOptions::default()).unwrap();
-    let two = run(&scenario(&format!("{base}{extra}")), None, &RunOptions::default()).unwrap();
-    assert_eq!(one.vms[0].workloads[0].completed, two.vms[0].workloads[0].completed);
+    let two = run(
+        &scenario(&format!("{base}{extra}")),
+        None,
+        &RunOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        one.vms[0].workloads[0].completed,
+        two.vms[0].workloads[0].completed
+    );
     assert_eq!(one.vms[0].cpu_time_s, two.vms[0].cpu_time_s);
 }
 
@@ -291,11 +436,14 @@ fn bad(text: &str) -> String {
     }
 }
 
-const GOOD_HEAD: &str = "duration = \"1s\"\n[host]\ncores_per_socket = 4\n[scheduler]\nname = \"rr\"\n";
+const GOOD_HEAD: &str =
+    "duration = \"1s\"\n[host]\ncores_per_socket = 4\n[scheduler]\nname = \"rr\"\n";
 
 #[test]
 fn bad_input_unknown_key_names_file_path_and_allowed_keys() {
-    let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\nvcpu = 2\n"));
+    let m = bad(&format!(
+        "{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\nvcpu = 2\n"
+    ));
     assert!(m.starts_with("bad.toml: vm[0].vcpu: unknown key"), "{m}");
     assert!(m.contains("did you mean \"vcpus\"?"), "{m}");
     let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\n[[vm.workload]]\nkind = \"program\"\nops = [{{ op = \"compute\", duraton = \"1ms\" }}]\n"));
@@ -308,15 +456,22 @@ fn bad_input_negative_duration() {
     assert!(m.starts_with("bad.toml: duration:"), "{m}");
     assert!(m.contains("negative"), "{m}");
     let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\n[[vm.workload]]\nkind = \"program\"\nops = [{{ op = \"sleep\", duration = \"-1ms\" }}]\n"));
-    assert!(m.contains("vm[0].workload[0].ops[0].duration") && m.contains("negative"), "{m}");
+    assert!(
+        m.contains("vm[0].workload[0].ops[0].duration") && m.contains("negative"),
+        "{m}"
+    );
 }
 
 #[test]
 fn bad_input_affinity_naming_a_missing_cpu() {
-    let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\naffinity = \"0-3,6\"\n"));
+    let m = bad(&format!(
+        "{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\naffinity = \"0-3,6\"\n"
+    ));
     assert!(m.starts_with("bad.toml: vm[0].affinity:"), "{m}");
     assert!(m.contains("pCPU 6") && m.contains("0-3"), "{m}");
-    let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\naffinity = \"0-3,x\"\n"));
+    let m = bad(&format!(
+        "{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\naffinity = \"0-3,x\"\n"
+    ));
     assert!(m.contains("\"x\""), "{m}");
 }
 
@@ -331,10 +486,16 @@ fn bad_input_zero_vcpus() {
 fn bad_input_other_cases() {
     // Unknown scheduler, with a suggestion.
     let m = bad("duration = \"1s\"\n[host]\ncores_per_socket = 1\n[scheduler]\nname = \"hyperv-rot\"\n[[vm]]\nname = \"a\"\nvcpus = 1\n");
-    assert!(m.contains("scheduler.name") && m.contains("did you mean \"hyperv-root\""), "{m}");
+    assert!(
+        m.contains("scheduler.name") && m.contains("did you mean \"hyperv-root\""),
+        "{m}"
+    );
     // Unknown scheduler parameter.
     let m = bad("duration = \"1s\"\n[host]\ncores_per_socket = 1\n[scheduler]\nname = \"rr\"\nslise = \"1ms\"\n[[vm]]\nname = \"a\"\nvcpus = 1\n");
-    assert!(m.contains("scheduler.slise") && m.contains("did you mean \"slice\""), "{m}");
+    assert!(
+        m.contains("scheduler.slise") && m.contains("did you mean \"slice\""),
+        "{m}"
+    );
     // Duration without a unit.
     let m = bad("duration = \"10\"\n[host]\ncores_per_socket = 1\n[scheduler]\nname = \"rr\"\n[[vm]]\nname = \"a\"\nvcpus = 1\n");
     assert!(m.contains("no unit"), "{m}");
@@ -342,11 +503,16 @@ fn bad_input_other_cases() {
     let m = bad("duration = \n");
     assert!(m.contains("line 1"), "{m}");
     // Duplicate VM names.
-    let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\n[[vm]]\nname = \"a\"\nvcpus = 1\n"));
+    let m = bad(&format!(
+        "{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\n[[vm]]\nname = \"a\"\nvcpus = 1\n"
+    ));
     assert!(m.contains("vm[1].name") && m.contains("duplicate"), "{m}");
     // An IPI to a vCPU the VM does not have.
     let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 2\n[[vm.workload]]\nkind = \"program\"\nops = [{{ op = \"ipi\", targets = [1, 5] }}]\n"));
-    assert!(m.contains("vm[0].workload[0].ops[0].targets[1]") && m.contains("vCPUs 0-1"), "{m}");
+    assert!(
+        m.contains("vm[0].workload[0].ops[0].targets[1]") && m.contains("vCPUs 0-1"),
+        "{m}"
+    );
     // A program waiting for requests without arrivals.
     let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\n[[vm.workload]]\nkind = \"program\"\nops = [{{ op = \"serve\", service = \"1ms\" }}]\n"));
     assert!(m.contains("vm[0].workload[0].arrivals"), "{m}");
@@ -377,7 +543,10 @@ fn progress_callback_is_called_and_changes_nothing() {
     );
     let seen = Arc::new(Mutex::new(Vec::<f64>::new()));
     let sink = seen.clone();
-    let opts = RunOptions { progress: Some(Arc::new(move |f| sink.lock().unwrap().push(f))), ..Default::default() };
+    let opts = RunOptions {
+        progress: Some(Arc::new(move |f| sink.lock().unwrap().push(f))),
+        ..Default::default()
+    };
     let with = summary_json(&run(&sc, None, &opts).unwrap());
     let without = summary_json(&run(&sc, None, &RunOptions::default()).unwrap());
     assert_eq!(with, without);
@@ -392,7 +561,10 @@ fn progress_callback_is_called_and_changes_nothing() {
 fn trace_slices_do_not_overlap_and_add_up_to_cpu_time() {
     for s in SCHEDULERS {
         let sc = scenario(&mixed(s));
-        let opts = RunOptions { trace_window: Some((0, u64::MAX)), ..Default::default() };
+        let opts = RunOptions {
+            trace_window: Some((0, u64::MAX)),
+            ..Default::default()
+        };
         let out = vcpulab_core::api::run_full(&sc, None, &opts).unwrap();
         let trace: serde_json::Value = serde_json::from_str(&out.trace_json.unwrap()).unwrap();
         let events = trace["traceEvents"].as_array().unwrap();
@@ -403,8 +575,14 @@ fn trace_slices_do_not_overlap_and_add_up_to_cpu_time() {
             match e["ph"].as_str().unwrap() {
                 "X" => {
                     let (ts, dur) = (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap());
-                    per_cpu.entry(e["tid"].as_u64().unwrap()).or_default().push((ts, ts + dur));
-                    let key = (e["args"]["vm"].as_str().unwrap().to_string(), e["args"]["vcpu"].as_u64().unwrap());
+                    per_cpu
+                        .entry(e["tid"].as_u64().unwrap())
+                        .or_default()
+                        .push((ts, ts + dur));
+                    let key = (
+                        e["args"]["vm"].as_str().unwrap().to_string(),
+                        e["args"]["vcpu"].as_u64().unwrap(),
+                    );
                     *per_task.entry(key).or_default() += dur;
                 }
                 "i" => instants += 1,
@@ -415,16 +593,32 @@ fn trace_slices_do_not_overlap_and_add_up_to_cpu_time() {
         for (cpu, mut slices) in per_cpu {
             slices.sort_by(|a, b| a.partial_cmp(b).unwrap());
             for w in slices.windows(2) {
-                assert!(w[0].1 <= w[1].0 + 1e-9, "{s}: pCPU {cpu} slices overlap: {:?}", w);
+                assert!(
+                    w[0].1 <= w[1].0 + 1e-9,
+                    "{s}: pCPU {cpu} slices overlap: {:?}",
+                    w
+                );
             }
         }
         for vm in &out.summary.vms {
             for v in &vm.vcpus {
-                let traced_us = per_task.get(&(vm.name.clone(), v.index as u64)).copied().unwrap_or(0.0);
-                assert!((traced_us / 1e6 - v.cpu_time_s).abs() < 1e-6, "{s}: {}/{}: {traced_us}us vs {}s", vm.name, v.index, v.cpu_time_s);
+                let traced_us = per_task
+                    .get(&(vm.name.clone(), v.index as u64))
+                    .copied()
+                    .unwrap_or(0.0);
+                assert!(
+                    (traced_us / 1e6 - v.cpu_time_s).abs() < 1e-6,
+                    "{s}: {}/{}: {traced_us}us vs {}s",
+                    vm.name,
+                    v.index,
+                    v.cpu_time_s
+                );
             }
         }
         // Tracing observes without changing the run.
-        assert_eq!(summary_json(&out.summary), summary_json(&run(&sc, None, &RunOptions::default()).unwrap()));
+        assert_eq!(
+            summary_json(&out.summary),
+            summary_json(&run(&sc, None, &RunOptions::default()).unwrap())
+        );
     }
 }

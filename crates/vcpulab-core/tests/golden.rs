@@ -9,14 +9,21 @@ fn check(name: &str) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
     let scenario = dir.join(format!("{name}.toml"));
     let expected_path = dir.join(format!("{name}.json"));
-    let opts = RunOptions { check_invariants: true, ..Default::default() };
+    let opts = RunOptions {
+        check_invariants: true,
+        ..Default::default()
+    };
     let got = summary_json(&run_file(scenario.to_str().unwrap(), None, &opts).unwrap()) + "\n";
     if std::env::var_os("VCPULAB_BLESS").is_some() {
         std::fs::write(&expected_path, &got).unwrap();
         return;
     }
-    let want = std::fs::read_to_string(&expected_path)
-        .unwrap_or_else(|_| panic!("{} missing: run with VCPULAB_BLESS=1 to create it", expected_path.display()));
+    let want = std::fs::read_to_string(&expected_path).unwrap_or_else(|_| {
+        panic!(
+            "{} missing: run with VCPULAB_BLESS=1 to create it",
+            expected_path.display()
+        )
+    });
     if got != want {
         let diff: Vec<String> = got
             .lines()
@@ -26,7 +33,10 @@ fn check(name: &str) {
             .take(10)
             .map(|(i, (a, b))| format!("line {}: got {a:?}, want {b:?}", i + 1))
             .collect();
-        panic!("{name}: summary differs from the golden file:\n{}", diff.join("\n"));
+        panic!(
+            "{name}: summary differs from the golden file:\n{}",
+            diff.join("\n")
+        );
     }
 }
 

@@ -29,7 +29,9 @@ kind = "stress-ng"
 fn a_1ns_slice_over_a_year_is_refused_with_the_override_named() {
     let sc = scenario("8760h", "1ns");
     let err = run(&sc, None, &RunOptions::default()).unwrap_err();
-    let Error::Scenario(e) = &err else { panic!("expected a ScenarioError, got {err:?}") };
+    let Error::Scenario(e) = &err else {
+        panic!("expected a ScenarioError, got {err:?}")
+    };
     let msg = e.to_string();
     assert!(msg.contains("--force"), "{msg}");
     assert!(msg.contains("force=True"), "{msg}");
@@ -57,7 +59,15 @@ vcpus = 2
     let sc = Scenario::from_toml_str(text, "idle.toml").unwrap();
     assert!(estimate_events(&sc) > MAX_ESTIMATED_EVENTS);
     assert!(run(&sc, None, &RunOptions::default()).is_err());
-    run(&sc, None, &RunOptions { force: true, ..Default::default() }).unwrap();
+    run(
+        &sc,
+        None,
+        &RunOptions {
+            force: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
 }
 
 #[test]
@@ -77,7 +87,11 @@ fn shipped_scenarios_and_experiments_are_under_the_limit() {
         }
         let sc = Scenario::from_file(f.to_str().unwrap()).unwrap();
         let est = estimate_events(&sc);
-        assert!(est < MAX_ESTIMATED_EVENTS / 10.0, "{}: {est:.2e}", f.display());
+        assert!(
+            est < MAX_ESTIMATED_EVENTS / 10.0,
+            "{}: {est:.2e}",
+            f.display()
+        );
         n += 1;
     }
     assert!(n >= 3);

@@ -26,10 +26,33 @@ impl XorShift {
 }
 
 const HOSTILE: &[&str] = &[
-    "0", "-1", "1e308", "-0.0", "nan", "inf", "18446744073709551615", "9223372036854775807", "\"\"", "\"0s\"",
-    "\"-1ms\"", "\"1ns\"", "\"8760h\"", "\"99999999h\"", "\"1e30s\"", "\"0-99999\"", "\"3-1\"", "[]", "{}",
-    "[[]]", "true", "\"all\"", "[0, 99]", "{ dist = \"exp\", mean = \"0s\" }", "{ dist = \"uniform\", min = \"2ms\", max = \"1ms\" }",
-    "{ dist = \"lognormal\", median = \"1ms\", sigma = 1e9 }", "1979-05-27T07:32:00Z",
+    "0",
+    "-1",
+    "1e308",
+    "-0.0",
+    "nan",
+    "inf",
+    "18446744073709551615",
+    "9223372036854775807",
+    "\"\"",
+    "\"0s\"",
+    "\"-1ms\"",
+    "\"1ns\"",
+    "\"8760h\"",
+    "\"99999999h\"",
+    "\"1e30s\"",
+    "\"0-99999\"",
+    "\"3-1\"",
+    "[]",
+    "{}",
+    "[[]]",
+    "true",
+    "\"all\"",
+    "[0, 99]",
+    "{ dist = \"exp\", mean = \"0s\" }",
+    "{ dist = \"uniform\", min = \"2ms\", max = \"1ms\" }",
+    "{ dist = \"lognormal\", median = \"1ms\", sigma = 1e9 }",
+    "1979-05-27T07:32:00Z",
 ];
 
 fn mutate(text: &str, rng: &mut XorShift) -> String {
@@ -56,7 +79,9 @@ fn mutate(text: &str, rng: &mut XorShift) -> String {
             // swap in the value of another key
             2 => {
                 let j = rng.below(lines.len());
-                if let (Some((k, _)), Some((_, v))) = (lines[i].split_once('='), lines[j].split_once('=')) {
+                if let (Some((k, _)), Some((_, v))) =
+                    (lines[i].split_once('='), lines[j].split_once('='))
+                {
                     lines[i] = format!("{k}={v}");
                 }
             }
@@ -79,7 +104,10 @@ fn mutate(text: &str, rng: &mut XorShift) -> String {
 #[test]
 fn mutated_scenarios_never_panic() {
     let files = common::shipped_toml_files(true);
-    let seeds: Vec<String> = files.iter().map(|f| std::fs::read_to_string(f).unwrap()).collect();
+    let seeds: Vec<String> = files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap())
+        .collect();
     let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
     let (mut parsed, mut ran) = (0, 0);
     let cases = 20000;
@@ -102,11 +130,20 @@ fn mutated_scenarios_never_panic() {
             continue;
         }
         ran += 1;
-        let opts = RunOptions { check_invariants: true, ..Default::default() };
+        let opts = RunOptions {
+            check_invariants: true,
+            ..Default::default()
+        };
         if let Err(Error::Sim(e)) = api::run(&sc, None, &opts) {
-            assert!(e.message.contains("without time passing"), "case {case}: {e}\n--- scenario ---\n{text}");
+            assert!(
+                e.message.contains("without time passing"),
+                "case {case}: {e}\n--- scenario ---\n{text}"
+            );
         }
     }
     eprintln!("{cases} mutated scenarios: {parsed} parsed, {ran} ran");
-    assert!(parsed > cases / 20 && ran > cases / 50, "parsed {parsed}, ran {ran}: the mutations are too destructive");
+    assert!(
+        parsed > cases / 20 && ran > cases / 50,
+        "parsed {parsed}, ran {ran}: the mutations are too destructive"
+    );
 }

@@ -4,7 +4,10 @@ use vcpulab_core::api::{run, RunOptions};
 use vcpulab_core::Scenario;
 
 fn checked() -> RunOptions {
-    RunOptions { check_invariants: true, ..Default::default() }
+    RunOptions {
+        check_invariants: true,
+        ..Default::default()
+    }
 }
 
 fn ple_scenario(sched: &str, bench: &str, features: &str, extra_kvm: &str) -> Scenario {
@@ -62,7 +65,8 @@ fn invariants_hold_under_every_fix_combination() {
             for fixes in ALL_FIXES {
                 let sc = ple_scenario(sched, bench, fixes, "");
                 for seed in 1..=2 {
-                    let s = run(&sc, Some(seed), &checked()).unwrap_or_else(|e| panic!("{sched}/{bench}/[{fixes}]: {e}"));
+                    let s = run(&sc, Some(seed), &checked())
+                        .unwrap_or_else(|e| panic!("{sched}/{bench}/[{fixes}]: {e}"));
                     let ple = s.vms[1].ple.as_ref().unwrap();
                     assert!(ple.yield_successes <= ple.yield_attempts);
                     let total: f64 = s.vms.iter().map(|v| v.cpu_time_s).sum();
@@ -98,8 +102,13 @@ ops = [ {{ op = "lock", lock = "l", hold = "3ms", mode = "{mode}" }}, {{ op = "c
         )
     };
     let exits = |vendor: &str, mode: &str| {
-        let sc = Scenario::from_toml_str(&program(mode).replace("VENDOR", vendor), "u.toml").unwrap();
-        run(&sc, None, &checked()).unwrap().vms[0].ple.as_ref().unwrap().exits
+        let sc =
+            Scenario::from_toml_str(&program(mode).replace("VENDOR", vendor), "u.toml").unwrap();
+        run(&sc, None, &checked()).unwrap().vms[0]
+            .ple
+            .as_ref()
+            .unwrap()
+            .exits
     };
     assert_eq!(exits("intel", "user"), 0);
     assert!(exits("amd", "user") > 0);
@@ -112,8 +121,16 @@ ops = [ {{ op = "lock", lock = "l", hold = "3ms", mode = "{mode}" }}, {{ op = "c
 fn fix_b_keeps_fairness_between_vms() {
     for sched in ["cfs", "eevdf"] {
         let base = run(&ple_scenario(sched, "hackbench", "", ""), None, &checked()).unwrap();
-        let b = run(&ple_scenario(sched, "hackbench", "boost_ignores_vcpu_fairness = true", ""), None, &checked()).unwrap();
+        let b = run(
+            &ple_scenario(sched, "hackbench", "boost_ignores_vcpu_fairness = true", ""),
+            None,
+            &checked(),
+        )
+        .unwrap();
         let (n0, n1) = (base.vms[0].cpu_time_s, b.vms[0].cpu_time_s);
-        assert!(n1 >= 0.9 * n0, "{sched}: noise VM got {n1} with (b), {n0} without");
+        assert!(
+            n1 >= 0.9 * n0,
+            "{sched}: noise VM got {n1} with (b), {n0} without"
+        );
     }
 }

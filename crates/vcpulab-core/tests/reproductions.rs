@@ -14,7 +14,13 @@ fn hyperv_root_all_nine_cases_within_five_percent() {
         let (sim, paper) = (rows[0].sim.unwrap(), rows[0].paper.unwrap());
         let err = (sim / paper - 1.0).abs();
         worst = worst.max(err);
-        report += &format!("{:<20} paper {:>8.2} sim {:>8.2} ({:+.1}%)\n", c.id, paper, sim, (sim / paper - 1.0) * 100.0);
+        report += &format!(
+            "{:<20} paper {:>8.2} sim {:>8.2} ({:+.1}%)\n",
+            c.id,
+            paper,
+            sim,
+            (sim / paper - 1.0) * 100.0
+        );
     }
     println!("{report}");
     assert!(worst <= 0.05, "a case is more than 5% off:\n{report}");

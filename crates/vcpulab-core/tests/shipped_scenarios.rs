@@ -19,7 +19,10 @@ fn every_shipped_scenario_validates_and_runs() {
         // A short run is enough to prove it runs; the full runs are benchmarks.
         sc.duration = SimDuration::from_ms(50);
         sc.warmup = SimDuration::ZERO;
-        let opts = RunOptions { check_invariants: true, ..Default::default() };
+        let opts = RunOptions {
+            check_invariants: true,
+            ..Default::default()
+        };
         run(&sc, None, &opts).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
     }
 }

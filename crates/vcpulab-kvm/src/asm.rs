@@ -78,7 +78,9 @@ impl std::fmt::Display for AsmError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             AsmError::UnboundLabel(l) => write!(f, "guest code: label {l} used but never bound"),
-            AsmError::JumpTooFar(o) => write!(f, "guest code: jump at offset {o} does not fit in rel32"),
+            AsmError::JumpTooFar(o) => {
+                write!(f, "guest code: jump at offset {o} does not fit in rel32")
+            }
         }
     }
 }
@@ -353,19 +355,40 @@ mod tests {
     #[test]
     fn moves() {
         // movabs rax, 0x1122334455667788
-        assert_eq!(one(|a| a.mov_imm(Rax, 0x1122334455667788)), [0x48, 0xB8, 0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11]);
+        assert_eq!(
+            one(|a| a.mov_imm(Rax, 0x1122334455667788)),
+            [0x48, 0xB8, 0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11]
+        );
         // movabs r13, 1
-        assert_eq!(one(|a| a.mov_imm(R13, 1)), [0x49, 0xBD, 1, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(
+            one(|a| a.mov_imm(R13, 1)),
+            [0x49, 0xBD, 1, 0, 0, 0, 0, 0, 0, 0]
+        );
         // mov r12, qword ptr [r8+0x8]
-        assert_eq!(one(|a| a.load(R12, m(R8, 8))), [0x4D, 0x8B, 0xA0, 8, 0, 0, 0]);
+        assert_eq!(
+            one(|a| a.load(R12, m(R8, 8))),
+            [0x4D, 0x8B, 0xA0, 8, 0, 0, 0]
+        );
         // mov rax, qword ptr [rsp+0x10]  (SIB)
-        assert_eq!(one(|a| a.load(Rax, m(Rsp, 0x10))), [0x48, 0x8B, 0x84, 0x24, 0x10, 0, 0, 0]);
+        assert_eq!(
+            one(|a| a.load(Rax, m(Rsp, 0x10))),
+            [0x48, 0x8B, 0x84, 0x24, 0x10, 0, 0, 0]
+        );
         // mov rax, qword ptr [r12-8]  (SIB with REX.B)
-        assert_eq!(one(|a| a.load(Rax, m(R12, -8))), [0x49, 0x8B, 0x84, 0x24, 0xF8, 0xFF, 0xFF, 0xFF]);
+        assert_eq!(
+            one(|a| a.load(Rax, m(R12, -8))),
+            [0x49, 0x8B, 0x84, 0x24, 0xF8, 0xFF, 0xFF, 0xFF]
+        );
         // mov qword ptr [r8+0x40], rax
-        assert_eq!(one(|a| a.store(m(R8, 0x40), Rax)), [0x49, 0x89, 0x80, 0x40, 0, 0, 0]);
+        assert_eq!(
+            one(|a| a.store(m(R8, 0x40), Rax)),
+            [0x49, 0x89, 0x80, 0x40, 0, 0, 0]
+        );
         // mov qword ptr [rbx+0x0], 0
-        assert_eq!(one(|a| a.store_imm(m(Rbx, 0), 0)), [0x48, 0xC7, 0x83, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(
+            one(|a| a.store_imm(m(Rbx, 0), 0)),
+            [0x48, 0xC7, 0x83, 0, 0, 0, 0, 0, 0, 0, 0]
+        );
         // mov rcx, r13
         assert_eq!(one(|a| a.mov(Rcx, R13)), [0x4C, 0x89, 0xE9]);
         // mov r15, rbp
@@ -377,20 +400,38 @@ mod tests {
         assert_eq!(one(|a| a.inc(Rsi)), [0x48, 0xFF, 0xC6]); // inc rsi
         assert_eq!(one(|a| a.inc(R9)), [0x49, 0xFF, 0xC1]); // inc r9
         assert_eq!(one(|a| a.dec(Rcx)), [0x48, 0xFF, 0xC9]); // dec rcx
-        // inc qword ptr [rbx+0x40]
-        assert_eq!(one(|a| a.inc_mem(m(Rbx, 0x40))), [0x48, 0xFF, 0x83, 0x40, 0, 0, 0]);
+                                                             // inc qword ptr [rbx+0x40]
+        assert_eq!(
+            one(|a| a.inc_mem(m(Rbx, 0x40))),
+            [0x48, 0xFF, 0x83, 0x40, 0, 0, 0]
+        );
         // lock inc qword ptr [rbp+0x0]  (rbp base needs mod!=00; we always use mod=10)
-        assert_eq!(one(|a| a.lock_inc_mem(m(Rbp, 0))), [0xF0, 0x48, 0xFF, 0x85, 0, 0, 0, 0]);
+        assert_eq!(
+            one(|a| a.lock_inc_mem(m(Rbp, 0))),
+            [0xF0, 0x48, 0xFF, 0x85, 0, 0, 0, 0]
+        );
         // lock xadd qword ptr [rbx+0x0], rax
-        assert_eq!(one(|a| a.lock_xadd(m(Rbx, 0), Rax)), [0xF0, 0x48, 0x0F, 0xC1, 0x83, 0, 0, 0, 0]);
+        assert_eq!(
+            one(|a| a.lock_xadd(m(Rbx, 0), Rax)),
+            [0xF0, 0x48, 0x0F, 0xC1, 0x83, 0, 0, 0, 0]
+        );
         // xchg qword ptr [rbx+0x0], rax
-        assert_eq!(one(|a| a.xchg(m(Rbx, 0), Rax)), [0x48, 0x87, 0x83, 0, 0, 0, 0]);
+        assert_eq!(
+            one(|a| a.xchg(m(Rbx, 0), Rax)),
+            [0x48, 0x87, 0x83, 0, 0, 0, 0]
+        );
         // add rdi, 8
         assert_eq!(one(|a| a.add_imm(Rdi, 8)), [0x48, 0x81, 0xC7, 8, 0, 0, 0]);
         // add rax, qword ptr [r8+0x20]
-        assert_eq!(one(|a| a.add_load(Rax, m(R8, 0x20))), [0x49, 0x03, 0x80, 0x20, 0, 0, 0]);
+        assert_eq!(
+            one(|a| a.add_load(Rax, m(R8, 0x20))),
+            [0x49, 0x03, 0x80, 0x20, 0, 0, 0]
+        );
         // sub rax, qword ptr [r8+0x80]
-        assert_eq!(one(|a| a.sub_load(Rax, m(R8, 0x80))), [0x49, 0x2B, 0x80, 0x80, 0, 0, 0]);
+        assert_eq!(
+            one(|a| a.sub_load(Rax, m(R8, 0x80))),
+            [0x49, 0x2B, 0x80, 0x80, 0, 0, 0]
+        );
         // xor r11, r11
         assert_eq!(one(|a| a.xor(R11, R11)), [0x4D, 0x31, 0xDB]);
         // xor r15, 1
@@ -402,11 +443,17 @@ mod tests {
         // test rcx, rcx
         assert_eq!(one(|a| a.test(Rcx, Rcx)), [0x48, 0x85, 0xC9]);
         // cmp rax, qword ptr [rbx+0x40]
-        assert_eq!(one(|a| a.cmp_load(Rax, m(Rbx, 0x40))), [0x48, 0x3B, 0x83, 0x40, 0, 0, 0]);
+        assert_eq!(
+            one(|a| a.cmp_load(Rax, m(Rbx, 0x40))),
+            [0x48, 0x3B, 0x83, 0x40, 0, 0, 0]
+        );
         // cmp r11, r14
         assert_eq!(one(|a| a.cmp(R11, R14)), [0x4D, 0x39, 0xF3]);
         // cmp qword ptr [rbp+0x40], 0
-        assert_eq!(one(|a| a.cmp_mem_imm(m(Rbp, 0x40), 0)), [0x48, 0x81, 0xBD, 0x40, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(
+            one(|a| a.cmp_mem_imm(m(Rbp, 0x40), 0)),
+            [0x48, 0x81, 0xBD, 0x40, 0, 0, 0, 0, 0, 0, 0]
+        );
     }
 
     #[test]
@@ -448,7 +495,9 @@ mod tests {
     #[test]
     fn matches_gnu_as_if_available() {
         use std::process::Command;
-        if Command::new("as").arg("--version").output().is_err() || Command::new("objcopy").arg("--version").output().is_err() {
+        if Command::new("as").arg("--version").output().is_err()
+            || Command::new("objcopy").arg("--version").output().is_err()
+        {
             eprintln!("skipped: GNU as/objcopy not installed");
             return;
         }
@@ -499,8 +548,20 @@ mod tests {
         std::fs::write(&s, src).unwrap();
         // GNU as picks disp8 forms where it can; disp32 is forced by using displacements
         // >= 0x80 above, except [r8+0x8]/[r12-8]/[r8+0x40], which we compare separately.
-        assert!(Command::new("as").args(["--64", "-o"]).arg(&o).arg(&s).status().unwrap().success());
-        assert!(Command::new("objcopy").args(["-O", "binary", "-j", ".text"]).arg(&o).arg(&bin).status().unwrap().success());
+        assert!(Command::new("as")
+            .args(["--64", "-o"])
+            .arg(&o)
+            .arg(&s)
+            .status()
+            .unwrap()
+            .success());
+        assert!(Command::new("objcopy")
+            .args(["-O", "binary", "-j", ".text"])
+            .arg(&o)
+            .arg(&bin)
+            .status()
+            .unwrap()
+            .success());
         let theirs = std::fs::read(&bin).unwrap();
         std::fs::remove_dir_all(&dir).ok();
         // Normalise: their disp8 encodings (mod=01) of the three small displacements.

@@ -22,11 +22,18 @@ pub struct Mounts {
 
 /// Finds the v1 `cpu` and `cpuset` hierarchies (from /proc/self/mountinfo).
 pub fn mounts() -> Mounts {
-    let mut m = Mounts { cpu: None, cpuset: None };
-    let Ok(info) = fs::read_to_string("/proc/self/mountinfo") else { return m };
+    let mut m = Mounts {
+        cpu: None,
+        cpuset: None,
+    };
+    let Ok(info) = fs::read_to_string("/proc/self/mountinfo") else {
+        return m;
+    };
     for line in info.lines() {
         // ... mountpoint ... - cgroup cgroup rw,cpu,cpuacct
-        let Some((left, right)) = line.split_once(" - ") else { continue };
+        let Some((left, right)) = line.split_once(" - ") else {
+            continue;
+        };
         let mut r = right.split_whitespace();
         if r.next() != Some("cgroup") {
             continue;
@@ -48,7 +55,10 @@ pub fn version() -> &'static str {
     let m = mounts();
     if m.cpu.is_some() || m.cpuset.is_some() {
         "v1"
-    } else if fs::read_to_string("/sys/fs/cgroup/cgroup.controllers").map(|c| c.contains("cpu")).unwrap_or(false) {
+    } else if fs::read_to_string("/sys/fs/cgroup/cgroup.controllers")
+        .map(|c| c.contains("cpu"))
+        .unwrap_or(false)
+    {
         "v2"
     } else {
         "none"
@@ -56,7 +66,8 @@ pub fn version() -> &'static str {
 }
 
 fn write(path: &Path, value: &str) -> Result<()> {
-    fs::write(path, value).map_err(|e| Error::Cgroup(format!("write {value:?} to {}", path.display()), e))
+    fs::write(path, value)
+        .map_err(|e| Error::Cgroup(format!("write {value:?} to {}", path.display()), e))
 }
 
 fn pid_alive(pid: i32) -> bool {
@@ -106,14 +117,25 @@ impl Cgroups {
             } else {
                 "no cgroup cpu/cpuset hierarchy is mounted"
             };
-            return Err(Error::Cgroup("setup".into(), std::io::Error::new(std::io::ErrorKind::Unsupported, why)));
+            return Err(Error::Cgroup(
+                "setup".into(),
+                std::io::Error::new(std::io::ErrorKind::Unsupported, why),
+            ));
         }
         remove_stale(&m, &mut cg.log);
         let pid = std::process::id();
         for c in cfgs {
             let dirname = format!("{PREFIX}{pid}.{}", c.name);
             if c.shares.is_some() || c.quota_ns.is_some() {
-                let root = m.cpu.clone().ok_or_else(|| Error::Cgroup("cpu".into(), std::io::Error::new(std::io::ErrorKind::NotFound, "no cpu controller mounted")))?;
+                let root = m.cpu.clone().ok_or_else(|| {
+                    Error::Cgroup(
+                        "cpu".into(),
+                        std::io::Error::new(
+                            std::io::ErrorKind::NotFound,
+                            "no cpu controller mounted",
+                        ),
+                    )
+                })?;
                 let dir = cg.mkdir(&c.name, &root, &dirname)?;
                 if let Some(s) = c.shares {
                     write(&dir.join("cpu.shares"), &s.to_string())?;
@@ -125,10 +147,19 @@ impl Cgroups {
                 }
             }
             if let Some(cpus) = &c.cpus {
-                let root = m.cpuset.clone().ok_or_else(|| Error::Cgroup("cpuset".into(), std::io::Error::new(std::io::ErrorKind::NotFound, "no cpuset controller mounted")))?;
+                let root = m.cpuset.clone().ok_or_else(|| {
+                    Error::Cgroup(
+                        "cpuset".into(),
+                        std::io::Error::new(
+                            std::io::ErrorKind::NotFound,
+                            "no cpuset controller mounted",
+                        ),
+                    )
+                })?;
                 let dir = cg.mkdir(&c.name, &root, &dirname)?;
                 write(&dir.join("cpuset.cpus"), cpus)?;
-                let mems = fs::read_to_string(root.join("cpuset.mems")).unwrap_or_else(|_| "0".into());
+                let mems =
+                    fs::read_to_string(root.join("cpuset.mems")).unwrap_or_else(|_| "0".into());
                 write(&dir.join("cpuset.mems"), mems.trim())?;
             }
         }
@@ -139,23 +170,40 @@ impl Cgroups {
         let dir = root.join(dirname);
         fs::create_dir(&dir).map_err(|e| Error::Cgroup(format!("mkdir {}", dir.display()), e))?;
         self.log.push(format!("created {}", dir.display()));
-        self.created.push(Created { name: name.to_string(), dir: dir.clone(), root: root.to_path_buf() });
+        self.created.push(Created {
+            name: name.to_string(),
+            dir: dir.clone(),
+            root: root.to_path_buf(),
+        });
         Ok(dir)
     }
 
     /// The directories of group `name` (one per controller).
     pub fn dirs(&self, name: &str) -> Vec<PathBuf> {
-        self.created.iter().filter(|c| c.name == name).map(|c| c.dir.clone()).collect()
+        self.created
+            .iter()
+            .filter(|c| c.name == name)
+            .map(|c| c.dir.clone())
+            .collect()
     }
 
     /// Moves thread `tid` into group `name` (every controller of it).
     pub fn place(&mut self, name: &str, tid: i32) -> Result<()> {
-        let targets: Vec<(PathBuf, PathBuf)> = self.created.iter().filter(|c| c.name == name).map(|c| (c.dir.clone(), c.root.clone())).collect();
+        let targets: Vec<(PathBuf, PathBuf)> = self
+            .created
+            .iter()
+            .filter(|c| c.name == name)
+            .map(|c| (c.dir.clone(), c.root.clone()))
+            .collect();
         if targets.is_empty() {
             return Err(Error::Config(format!("cgroup {name:?} is not defined")));
         }
         for (dir, root) in targets {
-            let ctrl = if dir.join("cpuset.cpus").exists() { "cpuset" } else { "cpu" };
+            let ctrl = if dir.join("cpuset.cpus").exists() {
+                "cpuset"
+            } else {
+                "cpu"
+            };
             let orig = thread_cgroup(tid, ctrl).unwrap_or_else(|| "/".into());
             let orig_tasks = root.join(orig.trim_start_matches('/')).join("tasks");
             write(&dir.join("tasks"), &tid.to_string())?;
@@ -169,14 +217,17 @@ impl Cgroups {
         for (tid, tasks) in self.moved.drain(..).rev() {
             if Path::new(&format!("/proc/self/task/{tid}")).exists() {
                 if fs::write(&tasks, tid.to_string()).is_ok() {
-                    self.log.push(format!("moved tid {tid} back to {}", tasks.display()));
+                    self.log
+                        .push(format!("moved tid {tid} back to {}", tasks.display()));
                 }
             }
         }
         for c in self.created.drain(..).rev() {
             match remove_dir(&c.dir, &c.root) {
                 Ok(()) => self.log.push(format!("removed {}", c.dir.display())),
-                Err(e) => self.log.push(format!("could not remove {}: {e}", c.dir.display())),
+                Err(e) => self
+                    .log
+                    .push(format!("could not remove {}: {e}", c.dir.display())),
             }
         }
         std::mem::take(&mut self.log)
@@ -204,7 +255,11 @@ fn remove_dir(dir: &Path, root: &Path) -> std::io::Result<()> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
             Err(e) => last = Some(e),
         }
-        std::thread::sleep(std::time::Duration::from_millis(if attempt < 20 { 1 } else { 10 }));
+        std::thread::sleep(std::time::Duration::from_millis(if attempt < 20 {
+            1
+        } else {
+            10
+        }));
     }
     Err(last.unwrap())
 }
@@ -215,8 +270,14 @@ fn remove_stale(m: &Mounts, log: &mut Vec<String>) {
         let Ok(rd) = fs::read_dir(root) else { continue };
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().to_string();
-            let Some(rest) = name.strip_prefix(PREFIX) else { continue };
-            let pid: i32 = rest.split('.').next().and_then(|p| p.parse().ok()).unwrap_or(0);
+            let Some(rest) = name.strip_prefix(PREFIX) else {
+                continue;
+            };
+            let pid: i32 = rest
+                .split('.')
+                .next()
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(0);
             if pid > 0 && !pid_alive(pid) && remove_dir(&e.path(), root).is_ok() {
                 log.push(format!("removed stale {}", e.path().display()));
             }
@@ -230,7 +291,11 @@ pub fn leftovers() -> Vec<PathBuf> {
     let mut out = Vec::new();
     for root in [&m.cpu, &m.cpuset].into_iter().flatten() {
         if let Ok(rd) = fs::read_dir(root) {
-            out.extend(rd.flatten().filter(|e| e.file_name().to_string_lossy().starts_with(PREFIX)).map(|e| e.path()));
+            out.extend(
+                rd.flatten()
+                    .filter(|e| e.file_name().to_string_lossy().starts_with(PREFIX))
+                    .map(|e| e.path()),
+            );
         }
     }
     out
@@ -249,7 +314,12 @@ mod tests {
             eprintln!("skipped: no cgroup v1 cpu+cpuset");
             return;
         }
-        let cfg = vec![CgroupConfig { name: format!("unit{}", line!()), shares: Some(128), cpus: Some("0".into()), ..Default::default() }];
+        let cfg = vec![CgroupConfig {
+            name: format!("unit{}", line!()),
+            shares: Some(128),
+            cpus: Some("0".into()),
+            ..Default::default()
+        }];
         let mut cg = match Cgroups::create(&cfg) {
             Ok(c) => c,
             Err(e) => {

@@ -81,7 +81,9 @@ impl Dist {
     pub fn draw(&self, u: f64) -> u64 {
         match *self {
             Dist::Fixed { value_ns } => value_ns,
-            Dist::Uniform { min_ns, max_ns } => min_ns + ((max_ns.saturating_sub(min_ns)) as f64 * u) as u64,
+            Dist::Uniform { min_ns, max_ns } => {
+                min_ns + ((max_ns.saturating_sub(min_ns)) as f64 * u) as u64
+            }
             Dist::Exp { mean_ns } => (-(1.0 - u).ln() * mean_ns as f64) as u64,
         }
     }

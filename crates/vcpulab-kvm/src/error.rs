@@ -35,11 +35,16 @@ impl fmt::Display for Error {
             Error::KvmUnavailable(m) => write!(f, "KVM unavailable: {m}"),
             Error::Kvm(what, e) => write!(f, "KVM {what} failed: {} (errno {e})", strerror(e)),
             Error::Memory(m) => write!(f, "guest memory: {m}"),
-            Error::Policy(what, e) => write!(f, "host policy {what} failed: {} (errno {e})", strerror(e)),
+            Error::Policy(what, e) => {
+                write!(f, "host policy {what} failed: {} (errno {e})", strerror(e))
+            }
             Error::Cgroup(what, e) => write!(f, "cgroup {what}: {e}"),
             Error::GuestFault { vcpu, exit } => write!(f, "guest fault on vCPU {vcpu}: {exit}"),
             Error::Timeout(m) => write!(f, "timeout: {m}"),
-            Error::Interrupted => write!(f, "interrupted (SIGINT/SIGTERM); the run was stopped and host settings restored"),
+            Error::Interrupted => write!(
+                f,
+                "interrupted (SIGINT/SIGTERM); the run was stopped and host settings restored"
+            ),
             Error::Os(what, e) => write!(f, "{what} failed: {} (errno {e})", strerror(e)),
         }
     }

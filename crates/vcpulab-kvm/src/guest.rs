@@ -61,7 +61,7 @@ pub const P_CS: i32 = 0x08; // loops inside the critical section
 pub const P_PLE: i32 = 0x10; // PLE window in spins (u64::MAX = off)
 pub const P_SLEEP: i32 = 0x18; // timer program: TSC ticks to sleep
 pub const P_SAMPLES_END: i32 = 0x20; // end of the sample buffer
-// slot offsets: results
+                                     // slot offsets: results
 pub const R_TSTART: i32 = 0x40;
 pub const R_TEND: i32 = 0x48;
 pub const R_OPS: i32 = 0x50;
@@ -115,8 +115,15 @@ pub enum Program {
 }
 
 impl Program {
-    pub const ALL: [Program; 7] =
-        [Program::Compute, Program::Tas, Program::Ticket, Program::Barrier, Program::Wake, Program::Timer, Program::Idle];
+    pub const ALL: [Program; 7] = [
+        Program::Compute,
+        Program::Tas,
+        Program::Ticket,
+        Program::Barrier,
+        Program::Wake,
+        Program::Timer,
+        Program::Idle,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -139,7 +146,12 @@ pub struct GuestCode {
 
 impl GuestCode {
     pub fn entry(&self, p: Program) -> u64 {
-        CODE + self.entries.iter().find(|e| e.0 == p).expect("every program is assembled").1 as u64
+        CODE + self
+            .entries
+            .iter()
+            .find(|e| e.0 == p)
+            .expect("every program is assembled")
+            .1 as u64
     }
 }
 
@@ -337,7 +349,10 @@ mod tests {
         assert!(g.code.len() < CODE_MAX);
         // every program ends with `out PORT_DONE, al; hlt`
         let done = [0xE6, PORT_DONE, 0xF4];
-        assert_eq!(g.code.windows(3).filter(|w| *w == done).count(), Program::ALL.len());
+        assert_eq!(
+            g.code.windows(3).filter(|w| *w == done).count(),
+            Program::ALL.len()
+        );
     }
 
     #[test]
@@ -349,7 +364,11 @@ mod tests {
         bounds.push((Program::Idle, g.code.len()));
         for w in bounds.windows(2) {
             let body = &g.code[w[0].1..w[1].1];
-            let ports: Vec<u8> = body.windows(2).filter(|b| b[0] == 0xE6 && b[1] >= 0x20 && b[1] <= 0x23).map(|b| b[1]).collect();
+            let ports: Vec<u8> = body
+                .windows(2)
+                .filter(|b| b[0] == 0xE6 && b[1] >= 0x20 && b[1] <= 0x23)
+                .map(|b| b[1])
+                .collect();
             let want: &[u8] = match w[0].0 {
                 Program::Compute | Program::Idle => &[PORT_DONE],
                 Program::Tas | Program::Ticket | Program::Barrier => &[PORT_PLE, PORT_DONE],

@@ -3,8 +3,8 @@
 
 use crate::cgroup::Cgroups;
 use crate::config::{Config, Mode, PlePolicy};
-use crate::guest::Program;
 use crate::error::{Error, Result};
+use crate::guest::Program;
 use crate::guest::*;
 use crate::policy::{self, Saved, ThreadGuard};
 use crate::stats::{stats_delta, ThreadStats};
@@ -34,21 +34,44 @@ unsafe impl Sync for Memory {}
 impl Memory {
     /// Guest RAM mapped by the VMM (not owned here).
     pub(crate) fn from_guest(base: *mut u8, len: usize) -> Memory {
-        Memory { base, len, anon: false }
+        Memory {
+            base,
+            len,
+            anon: false,
+        }
     }
 
     fn anonymous(len: usize) -> Result<Memory> {
         // SAFETY: a fresh private anonymous mapping; no existing memory is affected.
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
         if p == libc::MAP_FAILED {
-            return Err(Error::Memory(format!("mmap of {len} bytes: {}", std::io::Error::last_os_error())));
+            return Err(Error::Memory(format!(
+                "mmap of {len} bytes: {}",
+                std::io::Error::last_os_error()
+            )));
         }
-        Ok(Memory { base: p as *mut u8, len, anon: true })
+        Ok(Memory {
+            base: p as *mut u8,
+            len,
+            anon: true,
+        })
     }
 
     /// The 64-bit word at guest address `addr`.
     pub fn word(&self, addr: u64) -> &AtomicU64 {
-        assert!(addr % 8 == 0 && (addr as usize) + 8 <= self.len, "guest address {addr:#x} out of range");
+        assert!(
+            addr % 8 == 0 && (addr as usize) + 8 <= self.len,
+            "guest address {addr:#x} out of range"
+        );
         // SAFETY: in range and 8-byte aligned (checked above; the base is page aligned); the
         // mapping lives as long as `self`; every access to shared words is atomic.
         unsafe { &*(self.base.add(addr as usize) as *const AtomicU64) }
@@ -83,7 +106,9 @@ pub fn rdtsc() -> u64 {
 pub fn delay_loop(n: u64) {
     if n > 0 {
         // SAFETY: touches only the register it is given (and flags).
-        unsafe { core::arch::asm!("2:", "dec {0}", "jnz 2b", inout(reg) n => _, options(nomem, nostack)) };
+        unsafe {
+            core::arch::asm!("2:", "dec {0}", "jnz 2b", inout(reg) n => _, options(nomem, nostack))
+        };
     }
 }
 
@@ -148,16 +173,23 @@ impl SignalGuard {
         INTERRUPTED.store(false, SeqCst);
         KICKED.store(false, SeqCst);
         let mut g = SignalGuard { old: Vec::new() };
-        for (sig, handler) in [(libc::SIGINT, on_interrupt as extern "C" fn(libc::c_int)), (libc::SIGTERM, on_interrupt), (kick_signal(), on_kick)] {
+        for (sig, handler) in [
+            (libc::SIGINT, on_interrupt as extern "C" fn(libc::c_int)),
+            (libc::SIGTERM, on_interrupt),
+            (kick_signal(), on_kick),
+        ] {
             // SAFETY: sigaction structs are plain data; zeroed is a valid empty mask/flags.
             let mut new: libc::sigaction = unsafe { std::mem::zeroed() };
             new.sa_sigaction = handler as usize;
             new.sa_flags = 0; // no SA_RESTART: a blocked read or KVM_RUN returns EINTR
-            // SAFETY: as above.
+                              // SAFETY: as above.
             let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
             // SAFETY: valid pointers to sigaction structs; the handlers are async-signal-safe.
             if unsafe { libc::sigaction(sig, &new, &mut old) } != 0 {
-                return Err(Error::Os(format!("sigaction({sig})"), std::io::Error::last_os_error().raw_os_error().unwrap_or(0)));
+                return Err(Error::Os(
+                    format!("sigaction({sig})"),
+                    std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
+                ));
             }
             g.old.push((sig, old));
         }
@@ -265,14 +297,33 @@ impl Ple {
                 let mut st = self.state.lock().unwrap();
                 self.unboost(&mut st.1);
                 let start = st.0.map(|l| l + 1).unwrap_or(0);
-                let cand = (0..n).map(|k| (start + k) % n).find(|&c| c != spinner && !self.done[c].load(SeqCst) && self.tids[c].load(SeqCst) > 0);
+                let cand = (0..n).map(|k| (start + k) % n).find(|&c| {
+                    c != spinner && !self.done[c].load(SeqCst) && self.tids[c].load(SeqCst) > 0
+                });
                 if let Some(c) = cand {
                     let tid = self.tids[c].load(SeqCst);
                     match Saved::capture(tid) {
                         Ok(saved) => {
                             let r = match self.policy {
-                                PlePolicy::Boost => policy::set_attr(tid, &policy::SchedAttr { sched_policy: saved.attr.sched_policy.min(policy::SCHED_BATCH), sched_nice: -20, ..Default::default() }),
-                                PlePolicy::BoostFifo => policy::set_attr(tid, &policy::SchedAttr { sched_policy: policy::SCHED_FIFO, sched_priority: 1, ..Default::default() }),
+                                PlePolicy::Boost => policy::set_attr(
+                                    tid,
+                                    &policy::SchedAttr {
+                                        sched_policy: saved
+                                            .attr
+                                            .sched_policy
+                                            .min(policy::SCHED_BATCH),
+                                        sched_nice: -20,
+                                        ..Default::default()
+                                    },
+                                ),
+                                PlePolicy::BoostFifo => policy::set_attr(
+                                    tid,
+                                    &policy::SchedAttr {
+                                        sched_policy: policy::SCHED_FIFO,
+                                        sched_priority: 1,
+                                        ..Default::default()
+                                    },
+                                ),
                                 _ => policy::set_affinity(tid, &[policy::current_cpu()]),
                             };
                             match r {
@@ -283,7 +334,11 @@ impl Ple {
                                         self.boosts.fetch_add(1, Relaxed);
                                     }
                                     st.0 = Some(c);
-                                    st.1 = Some(Boost { vcpu: c, saved, until: Instant::now() + self.boost_for });
+                                    st.1 = Some(Boost {
+                                        vcpu: c,
+                                        saved,
+                                        until: Instant::now() + self.boost_for,
+                                    });
                                 }
                                 Err(_) => {
                                     self.errors.fetch_add(1, Relaxed);
@@ -313,7 +368,12 @@ impl Ple {
     /// Ends an expired boost (called by the monitor), or any boost (`all`).
     fn expire(&self, all: bool) {
         let mut st = self.state.lock().unwrap();
-        if st.1.as_ref().map(|b| all || Instant::now() >= b.until).unwrap_or(false) {
+        if st
+            .1
+            .as_ref()
+            .map(|b| all || Instant::now() >= b.until)
+            .unwrap_or(false)
+        {
             self.unboost(&mut st.1);
         }
     }
@@ -338,7 +398,11 @@ struct WakeRequest {
 /// The "device": wakes halted vCPUs after their io latency. Stamps the TSC into the vCPU's
 /// slot, then writes its eventfd.
 fn waker_thread(ctx: Arc<Ctx>, rx: mpsc::Receiver<WakeRequest>) {
-    let _guard = if ctx.cfg.waker.is_empty() { None } else { ThreadGuard::apply_current(&ctx.cfg.waker).ok() };
+    let _guard = if ctx.cfg.waker.is_empty() {
+        None
+    } else {
+        ThreadGuard::apply_current(&ctx.cfg.waker).ok()
+    };
     let mut pending: Vec<WakeRequest> = Vec::new();
     loop {
         let next = pending.iter().map(|r| r.at).min();
@@ -372,7 +436,10 @@ impl EventFd {
         // SAFETY: plain syscall; the fd is owned by the returned value.
         let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
         if fd < 0 {
-            return Err(Error::Os("eventfd".into(), std::io::Error::last_os_error().raw_os_error().unwrap_or(0)));
+            return Err(Error::Os(
+                "eventfd".into(),
+                std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
+            ));
         }
         Ok(EventFd(fd))
     }
@@ -436,7 +503,12 @@ impl Ctx {
             }
             PORT_HALT => {
                 if !self.stopped() {
-                    let d = self.cfg.vcpus[v].io.clone().unwrap_or(crate::config::Dist::Fixed { value_ns: 1_000_000 });
+                    let d = self.cfg.vcpus[v]
+                        .io
+                        .clone()
+                        .unwrap_or(crate::config::Dist::Fixed {
+                            value_ns: 1_000_000,
+                        });
                     let u = self.next_uniform(v);
                     let at = Instant::now() + Duration::from_nanos(d.draw(u));
                     if let Some(tx) = self.waker.lock().unwrap().as_ref() {
@@ -459,9 +531,14 @@ impl Ctx {
                 let now = rdtsc();
                 if deadline > now && !self.stopped() {
                     let ns = ((deadline - now) as f64 / self.tsc_hz * 1e9) as u64;
-                    let ts = libc::timespec { tv_sec: (ns / 1_000_000_000) as i64, tv_nsec: (ns % 1_000_000_000) as i64 };
+                    let ts = libc::timespec {
+                        tv_sec: (ns / 1_000_000_000) as i64,
+                        tv_nsec: (ns % 1_000_000_000) as i64,
+                    };
                     // SAFETY: valid timespec; the remaining-time pointer may be null.
-                    unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, 0, &ts, std::ptr::null_mut()) };
+                    unsafe {
+                        libc::clock_nanosleep(libc::CLOCK_MONOTONIC, 0, &ts, std::ptr::null_mut())
+                    };
                 }
                 if self.stopped() {
                     self.mem.set(slot_addr(v) + R_STAMP as u64, u64::MAX);
@@ -505,22 +582,37 @@ fn validate(cfg: &Config) -> Result<()> {
     }
     for (i, v) in cfg.vcpus.iter().enumerate() {
         if v.group >= MAX_GROUPS {
-            return Err(Error::Config(format!("vcpus[{i}].group {} >= {MAX_GROUPS}", v.group)));
+            return Err(Error::Config(format!(
+                "vcpus[{i}].group {} >= {MAX_GROUPS}",
+                v.group
+            )));
         }
         if let Some(c) = &v.policy.cgroup {
             if !cfg.cgroups.iter().any(|g| &g.name == c) {
-                return Err(Error::Config(format!("vcpus[{i}].policy.cgroup {c:?} is not defined")));
+                return Err(Error::Config(format!(
+                    "vcpus[{i}].policy.cgroup {c:?} is not defined"
+                )));
             }
         }
         if let Some(a) = &v.policy.affinity {
             if a.is_empty() {
-                return Err(Error::Config(format!("vcpus[{i}].policy.affinity is empty")));
+                return Err(Error::Config(format!(
+                    "vcpus[{i}].policy.affinity is empty"
+                )));
             }
         }
     }
     for g in &cfg.cgroups {
-        if g.name.is_empty() || !g.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-            return Err(Error::Config(format!("cgroup name {:?}: letters, digits, - and _ only", g.name)));
+        if g.name.is_empty()
+            || !g
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(Error::Config(format!(
+                "cgroup name {:?}: letters, digits, - and _ only",
+                g.name
+            )));
         }
     }
     Ok(())
@@ -550,7 +642,10 @@ pub fn run(cfg: Config) -> Result<RunResult> {
         Some(vm) => vm.memory(),
         None => Memory::anonymous(MEM_SIZE as usize)?,
     };
-    let tsc_hz = vm.as_ref().and_then(|v| v.tsc_hz()).unwrap_or_else(measure_tsc_hz);
+    let tsc_hz = vm
+        .as_ref()
+        .and_then(|v| v.tsc_hz())
+        .unwrap_or_else(measure_tsc_hz);
     let ns_per_loop = measure_ns_per_loop(tsc_hz);
 
     // parameters
@@ -561,7 +656,10 @@ pub fn run(cfg: Config) -> Result<RunResult> {
         mem.set(s + P_NCS as u64, loops(v.ncs_ns));
         mem.set(s + P_CS as u64, loops(v.cs_ns));
         mem.set(s + P_PLE as u64, cfg.ple.window.unwrap_or(u64::MAX).max(1));
-        mem.set(s + P_SLEEP as u64, (v.sleep_ns as f64 * tsc_hz / 1e9) as u64);
+        mem.set(
+            s + P_SLEEP as u64,
+            (v.sleep_ns as f64 * tsc_hz / 1e9) as u64,
+        );
         mem.set(s + P_SAMPLES_END as u64, samples_addr(i) + SAMPLES_SIZE);
         let g = group_addr(v.group) + B_N as u64;
         mem.set(g, mem.get(g) + 1);
@@ -589,7 +687,9 @@ pub fn run(cfg: Config) -> Result<RunResult> {
             errors: AtomicU64::new(0),
         },
         cgroups: Mutex::new(cgroups),
-        rng: (0..n).map(|i| AtomicU64::new((cfg.seed ^ 0x9E3779B97F4A7C15).wrapping_mul(i as u64 + 1) | 1)).collect(),
+        rng: (0..n)
+            .map(|i| AtomicU64::new((cfg.seed ^ 0x9E3779B97F4A7C15).wrapping_mul(i as u64 + 1) | 1))
+            .collect(),
         stopping: AtomicBool::new(false),
         finished: AtomicUsize::new(0),
         setup_failed: Mutex::new(None),
@@ -598,68 +698,81 @@ pub fn run(cfg: Config) -> Result<RunResult> {
 
     let waker = {
         let ctx = ctx.clone();
-        std::thread::Builder::new().name("vcpulab-waker".into()).spawn(move || waker_thread(ctx, wrx)).map_err(|e| Error::Os(format!("spawn waker: {e}"), 0))?
+        std::thread::Builder::new()
+            .name("vcpulab-waker".into())
+            .spawn(move || waker_thread(ctx, wrx))
+            .map_err(|e| Error::Os(format!("spawn waker: {e}"), 0))?
     };
 
     let runners: Vec<Box<dyn VcpuRunner>> = match vm.as_mut() {
         Some(vm) => vm.take_vcpus(),
-        None => (0..n).map(|_| Box::new(crate::threads::HostThread) as Box<dyn VcpuRunner>).collect(),
+        None => (0..n)
+            .map(|_| Box::new(crate::threads::HostThread) as Box<dyn VcpuRunner>)
+            .collect(),
     };
     let ready = Arc::new(Barrier::new(n + 1));
     let mut handles = Vec::new();
     for (v, mut runner) in runners.into_iter().enumerate() {
         let (tctx, ready) = (ctx.clone(), ready.clone());
-        let h = std::thread::Builder::new().name(format!("vcpu{v}")).spawn(move || {
-            let ctx = tctx;
-            let tid = policy::gettid();
-            let setup = (|| -> Result<ThreadGuard> {
-                let g = ThreadGuard::apply_current(&ctx.cfg.vcpus[v].policy)?;
-                if let Some(c) = &ctx.cfg.vcpus[v].policy.cgroup {
-                    ctx.cgroups.lock().unwrap().place(c, tid)?;
-                }
-                if ctx.cfg.vcpus[v].program == Program::Timer {
-                    // SAFETY: prctl(PR_SET_TIMERSLACK) on the calling thread: hrtimer-like sleeps.
-                    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1u64) };
-                }
-                Ok(g)
-            })();
-            let guard = match setup {
-                Ok(g) => Some(g),
-                Err(e) => {
-                    ctx.setup_failed.lock().unwrap().get_or_insert(e);
-                    None
-                }
-            };
-            ctx.ple.tids[v].store(tid, SeqCst);
-            let s0 = ThreadStats::read(tid);
-            let k0 = runner.kvm_stats();
-            ready.wait();
-            let outcome = if ctx.setup_failed.lock().unwrap().is_some() {
-                ctx.mem.set(GLOBAL + G_STOP as u64, 1);
-                Err("not started: host policy setup failed".to_string())
-            } else {
-                runner.run(&ctx, v)
-            };
-            ctx.finished.fetch_add(1, SeqCst);
-            let s1 = ThreadStats::read(tid);
-            let k1 = runner.kvm_stats();
-            let steal = runner.steal_ns(&ctx, v);
-            ctx.ple.finished(v);
-            drop(guard); // restore this thread's policy
-            drop(runner);
-            (tid, s1.delta(&s0), stats_delta(&k0, &k1), steal, outcome)
-        });
+        let h = std::thread::Builder::new()
+            .name(format!("vcpu{v}"))
+            .spawn(move || {
+                let ctx = tctx;
+                let tid = policy::gettid();
+                let setup = (|| -> Result<ThreadGuard> {
+                    let g = ThreadGuard::apply_current(&ctx.cfg.vcpus[v].policy)?;
+                    if let Some(c) = &ctx.cfg.vcpus[v].policy.cgroup {
+                        ctx.cgroups.lock().unwrap().place(c, tid)?;
+                    }
+                    if ctx.cfg.vcpus[v].program == Program::Timer {
+                        // SAFETY: prctl(PR_SET_TIMERSLACK) on the calling thread: hrtimer-like sleeps.
+                        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1u64) };
+                    }
+                    Ok(g)
+                })();
+                let guard = match setup {
+                    Ok(g) => Some(g),
+                    Err(e) => {
+                        ctx.setup_failed.lock().unwrap().get_or_insert(e);
+                        None
+                    }
+                };
+                ctx.ple.tids[v].store(tid, SeqCst);
+                let s0 = ThreadStats::read(tid);
+                let k0 = runner.kvm_stats();
+                ready.wait();
+                let outcome = if ctx.setup_failed.lock().unwrap().is_some() {
+                    ctx.mem.set(GLOBAL + G_STOP as u64, 1);
+                    Err("not started: host policy setup failed".to_string())
+                } else {
+                    runner.run(&ctx, v)
+                };
+                ctx.finished.fetch_add(1, SeqCst);
+                let s1 = ThreadStats::read(tid);
+                let k1 = runner.kvm_stats();
+                let steal = runner.steal_ns(&ctx, v);
+                ctx.ple.finished(v);
+                drop(guard); // restore this thread's policy
+                drop(runner);
+                (tid, s1.delta(&s0), stats_delta(&k0, &k1), steal, outcome)
+            });
         match h {
             Ok(h) => handles.push(h),
             Err(e) => {
                 ctx.mem.set(GLOBAL + G_STOP as u64, 1);
-                *ctx.setup_failed.lock().unwrap() = Some(Error::Os(format!("spawn vCPU thread: {e}"), 0));
+                *ctx.setup_failed.lock().unwrap() =
+                    Some(Error::Os(format!("spawn vCPU thread: {e}"), 0));
                 break;
             }
         }
     }
     let mut warnings = Vec::new();
-    let monitor = if handles.len() == n { ready.wait(); monitor(&ctx, &handles) } else { Ok(()) };
+    let monitor = if handles.len() == n {
+        ready.wait();
+        monitor(&ctx, &handles)
+    } else {
+        Ok(())
+    };
 
     // wind down: stop everything that may still be waiting, join, restore
     ctx.mem.set(GLOBAL + G_STOP as u64, 1);
@@ -669,7 +782,10 @@ pub fn run(cfg: Config) -> Result<RunResult> {
     }
     let mut per = Vec::new();
     for h in handles {
-        per.push(h.join().map_err(|_| Error::Os("a vCPU thread panicked".into(), 0))?);
+        per.push(
+            h.join()
+                .map_err(|_| Error::Os("a vCPU thread panicked".into(), 0))?,
+        );
     }
     ctx.ple.expire(true);
     *ctx.waker.lock().unwrap() = None;
@@ -694,15 +810,23 @@ pub fn run(cfg: Config) -> Result<RunResult> {
         restored,
         ..Default::default()
     };
-    out.mode = if out.notice.is_some() || ctx.cfg.mode == Mode::Threads { "threads" } else { "kvm" };
+    out.mode = if out.notice.is_some() || ctx.cfg.mode == Mode::Threads {
+        "threads"
+    } else {
+        "kvm"
+    };
     let (mut t_min, mut t_max) = (u64::MAX, 0u64);
     for (v, (tid, st, ks, steal, outcome)) in per.into_iter().enumerate() {
         let s = slot_addr(v);
         let (t0, t1) = (mem.get(s + R_TSTART as u64), mem.get(s + R_TEND as u64));
         t_min = t_min.min(t0);
         t_max = t_max.max(t1);
-        let end = mem.get(s + R_SAMPLES as u64).clamp(samples_addr(v), samples_addr(v) + SAMPLES_SIZE);
-        let mut samples: Vec<f64> = (0..(end - samples_addr(v)) / 8).map(|k| mem.get(samples_addr(v) + 8 * k) as f64 / tsc_hz * 1e9).collect();
+        let end = mem
+            .get(s + R_SAMPLES as u64)
+            .clamp(samples_addr(v), samples_addr(v) + SAMPLES_SIZE);
+        let mut samples: Vec<f64> = (0..(end - samples_addr(v)) / 8)
+            .map(|k| mem.get(samples_addr(v) + 8 * k) as f64 / tsc_hz * 1e9)
+            .collect();
         // a sample taken after the stop woke the vCPU (stamp u64::MAX) wraps around: drop it
         samples.retain(|&x| x < 1e12);
         let exit = match &outcome {
@@ -734,9 +858,18 @@ pub fn run(cfg: Config) -> Result<RunResult> {
     }
     out.wall_s = t_max.saturating_sub(t_min) as f64 / tsc_hz;
     let p = &ctx.ple;
-    out.ple = PleResult { exits: p.exits.load(SeqCst), yields: p.yields.load(SeqCst), boosts: p.boosts.load(SeqCst), migrations: p.migrations.load(SeqCst), errors: p.errors.load(SeqCst) };
+    out.ple = PleResult {
+        exits: p.exits.load(SeqCst),
+        yields: p.yields.load(SeqCst),
+        boosts: p.boosts.load(SeqCst),
+        migrations: p.migrations.load(SeqCst),
+        errors: p.errors.load(SeqCst),
+    };
     if p.errors.load(SeqCst) > 0 {
-        warnings.push(format!("{} PLE boost/restore calls failed", p.errors.load(SeqCst)));
+        warnings.push(format!(
+            "{} PLE boost/restore calls failed",
+            p.errors.load(SeqCst)
+        ));
     }
     out.warnings = warnings;
     Ok(out)
@@ -763,7 +896,10 @@ fn monitor<T>(ctx: &Ctx, handles: &[std::thread::JoinHandle<T>]) -> Result<()> {
         if t_begin.elapsed() > limit.min(Duration::from_secs(10)) {
             ctx.mem.set(GLOBAL + G_STOP as u64, 1);
             kick(ctx, handles);
-            return Err(Error::Timeout(format!("only {} of {n} vCPUs reached the start barrier", ctx.mem.get(GLOBAL + G_ARRIVED as u64))));
+            return Err(Error::Timeout(format!(
+                "only {} of {n} vCPUs reached the start barrier",
+                ctx.mem.get(GLOBAL + G_ARRIVED as u64)
+            )));
         }
         std::thread::sleep(Duration::from_micros(100));
     }
@@ -786,7 +922,11 @@ fn monitor<T>(ctx: &Ctx, handles: &[std::thread::JoinHandle<T>]) -> Result<()> {
     while ctx.finished.load(SeqCst) < n as usize {
         if t1.elapsed() > grace || t_begin.elapsed() > limit {
             kick(ctx, handles);
-            return Err(Error::Timeout(format!("{} of {n} vCPUs did not stop within {:.1} s after the stop flag (guest runaway?)", n as usize - ctx.finished.load(SeqCst), grace.as_secs_f64())));
+            return Err(Error::Timeout(format!(
+                "{} of {n} vCPUs did not stop within {:.1} s after the stop flag (guest runaway?)",
+                n as usize - ctx.finished.load(SeqCst),
+                grace.as_secs_f64()
+            )));
         }
         ctx.ple.expire(false);
         std::thread::sleep(Duration::from_millis(1));

@@ -33,8 +33,11 @@ pub const SUPPORTED: bool = cfg!(all(target_os = "linux", target_arch = "x86_64"
 /// JSON, or an error JSON `{"error": {"kind", "message"}}` as Err.
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub fn run_json(config: &str) -> Result<String, String> {
-    let err = |kind: &str, message: String| serde_json::json!({"error": {"kind": kind, "message": message}}).to_string();
-    let cfg: config::Config = serde_json::from_str(config).map_err(|e| err("config", format!("invalid harness input: {e}")))?;
+    let err = |kind: &str, message: String| {
+        serde_json::json!({"error": {"kind": kind, "message": message}}).to_string()
+    };
+    let cfg: config::Config = serde_json::from_str(config)
+        .map_err(|e| err("config", format!("invalid harness input: {e}")))?;
     match harness::run(cfg) {
         Ok(r) => Ok(serde_json::to_string(&r).expect("results serialize")),
         Err(e) => Err(err(e.kind(), e.to_string())),
@@ -49,7 +52,10 @@ pub fn run_json(_config: &str) -> Result<String, String> {
 /// Leftover cgroup directories of this harness (none after a clean run).
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub fn cgroup_leftovers() -> Vec<String> {
-    cgroup::leftovers().into_iter().map(|p| p.display().to_string()).collect()
+    cgroup::leftovers()
+        .into_iter()
+        .map(|p| p.display().to_string())
+        .collect()
 }
 
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]

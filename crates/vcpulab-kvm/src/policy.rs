@@ -40,10 +40,21 @@ fn errno() -> i32 {
 }
 
 pub fn get_attr(tid: i32) -> Result<SchedAttr> {
-    let mut a = SchedAttr { size: std::mem::size_of::<SchedAttr>() as u32, ..Default::default() };
+    let mut a = SchedAttr {
+        size: std::mem::size_of::<SchedAttr>() as u32,
+        ..Default::default()
+    };
     // SAFETY: `a` is a valid, writable sched_attr of the size we pass; the kernel writes at
     // most `size` bytes into it.
-    let r = unsafe { libc::syscall(libc::SYS_sched_getattr, tid, &mut a as *mut SchedAttr, a.size, 0u32) };
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_sched_getattr,
+            tid,
+            &mut a as *mut SchedAttr,
+            a.size,
+            0u32,
+        )
+    };
     if r != 0 {
         return Err(Error::Policy(format!("sched_getattr(tid {tid})"), errno()));
     }
@@ -56,7 +67,13 @@ pub fn set_attr(tid: i32, a: &SchedAttr) -> Result<()> {
     // SAFETY: `a` is a valid sched_attr that lives across the call; the kernel only reads it.
     let r = unsafe { libc::syscall(libc::SYS_sched_setattr, tid, &a as *const SchedAttr, 0u32) };
     if r != 0 {
-        return Err(Error::Policy(format!("sched_setattr(tid {tid}, policy {}, nice {}, prio {}, runtime {})", a.sched_policy, a.sched_nice, a.sched_priority, a.sched_runtime), errno()));
+        return Err(Error::Policy(
+            format!(
+                "sched_setattr(tid {tid}, policy {}, nice {}, prio {}, runtime {})",
+                a.sched_policy, a.sched_nice, a.sched_priority, a.sched_runtime
+            ),
+            errno(),
+        ));
     }
     Ok(())
 }
@@ -65,12 +82,18 @@ pub fn get_affinity(tid: i32) -> Result<Vec<usize>> {
     // SAFETY: cpu_set_t is plain data; all-zero is a valid (empty) set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: `set` is a valid, writable cpu_set_t of the size passed.
-    let r = unsafe { libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    let r =
+        unsafe { libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
     if r != 0 {
-        return Err(Error::Policy(format!("sched_getaffinity(tid {tid})"), errno()));
+        return Err(Error::Policy(
+            format!("sched_getaffinity(tid {tid})"),
+            errno(),
+        ));
     }
     // SAFETY: CPU_ISSET only reads `set`, and i < CPU_SETSIZE.
-    Ok((0..libc::CPU_SETSIZE as usize).filter(|&i| unsafe { libc::CPU_ISSET(i, &set) }).collect())
+    Ok((0..libc::CPU_SETSIZE as usize)
+        .filter(|&i| unsafe { libc::CPU_ISSET(i, &set) })
+        .collect())
 }
 
 pub fn set_affinity(tid: i32, cpus: &[usize]) -> Result<()> {
@@ -86,7 +109,10 @@ pub fn set_affinity(tid: i32, cpus: &[usize]) -> Result<()> {
     // SAFETY: `set` is a valid cpu_set_t of the size passed; the kernel only reads it.
     let r = unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
     if r != 0 {
-        return Err(Error::Policy(format!("sched_setaffinity(tid {tid}, {cpus:?})"), errno()));
+        return Err(Error::Policy(
+            format!("sched_setaffinity(tid {tid}, {cpus:?})"),
+            errno(),
+        ));
     }
     Ok(())
 }
@@ -113,7 +139,11 @@ pub struct Saved {
 
 impl Saved {
     pub fn capture(tid: i32) -> Result<Saved> {
-        Ok(Saved { tid, attr: get_attr(tid)?, affinity: get_affinity(tid)? })
+        Ok(Saved {
+            tid,
+            attr: get_attr(tid)?,
+            affinity: get_affinity(tid)?,
+        })
     }
 
     /// Puts the thread back. For a fair-class thread the slice is reset to the default
@@ -121,7 +151,10 @@ impl Saved {
     /// apart from a custom one, and threads start with the default.
     pub fn restore(&self) -> Result<()> {
         let mut a = self.attr;
-        if a.sched_policy == SCHED_OTHER || a.sched_policy == SCHED_BATCH || a.sched_policy == SCHED_IDLE {
+        if a.sched_policy == SCHED_OTHER
+            || a.sched_policy == SCHED_BATCH
+            || a.sched_policy == SCHED_IDLE
+        {
             a.sched_runtime = 0;
             a.sched_deadline = 0;
             a.sched_period = 0;
@@ -134,10 +167,18 @@ impl Saved {
 
 /// The sched_attr that `p` asks for, starting from the current one.
 pub fn attr_for(p: &ThreadPolicy, cur: &SchedAttr) -> Result<Option<SchedAttr>> {
-    if p.nice.is_none() && p.sched.is_none() && p.priority.is_none() && p.slice_ns.is_none() && p.dl_runtime_ns.is_none() {
+    if p.nice.is_none()
+        && p.sched.is_none()
+        && p.priority.is_none()
+        && p.slice_ns.is_none()
+        && p.dl_runtime_ns.is_none()
+    {
         return Ok(None);
     }
-    let mut a = SchedAttr { size: std::mem::size_of::<SchedAttr>() as u32, ..Default::default() };
+    let mut a = SchedAttr {
+        size: std::mem::size_of::<SchedAttr>() as u32,
+        ..Default::default()
+    };
     let class = p.sched.unwrap_or(match cur.sched_policy {
         SCHED_FIFO => SchedClass::Fifo,
         SCHED_RR => SchedClass::Rr,
@@ -156,7 +197,10 @@ pub fn attr_for(p: &ThreadPolicy, cur: &SchedAttr) -> Result<Option<SchedAttr>> 
             };
             a.sched_nice = p.nice.unwrap_or(cur.sched_nice);
             if !(-20..=19).contains(&a.sched_nice) {
-                return Err(Error::Config(format!("nice {} is outside -20..19", a.sched_nice)));
+                return Err(Error::Config(format!(
+                    "nice {} is outside -20..19",
+                    a.sched_nice
+                )));
             }
             a.sched_runtime = p.slice_ns.unwrap_or(0);
             if p.priority.is_some() {
@@ -164,18 +208,29 @@ pub fn attr_for(p: &ThreadPolicy, cur: &SchedAttr) -> Result<Option<SchedAttr>> 
             }
         }
         SchedClass::Fifo | SchedClass::Rr => {
-            a.sched_policy = if class == SchedClass::Fifo { SCHED_FIFO } else { SCHED_RR };
+            a.sched_policy = if class == SchedClass::Fifo {
+                SCHED_FIFO
+            } else {
+                SCHED_RR
+            };
             a.sched_priority = p.priority.unwrap_or(1);
             if !(1..=99).contains(&a.sched_priority) {
-                return Err(Error::Config(format!("priority {} is outside 1..99", a.sched_priority)));
+                return Err(Error::Config(format!(
+                    "priority {} is outside 1..99",
+                    a.sched_priority
+                )));
             }
             if p.nice.is_some() || p.slice_ns.is_some() {
-                return Err(Error::Config("nice and slice apply to other/batch/idle only".into()));
+                return Err(Error::Config(
+                    "nice and slice apply to other/batch/idle only".into(),
+                ));
             }
         }
         SchedClass::Deadline => {
             a.sched_policy = SCHED_DEADLINE;
-            let rt = p.dl_runtime_ns.ok_or_else(|| Error::Config("deadline needs dl_runtime".into()))?;
+            let rt = p
+                .dl_runtime_ns
+                .ok_or_else(|| Error::Config("deadline needs dl_runtime".into()))?;
             a.sched_runtime = rt;
             a.sched_deadline = p.dl_deadline_ns.or(p.dl_period_ns).unwrap_or(rt * 10);
             a.sched_period = p.dl_period_ns.unwrap_or(a.sched_deadline);
@@ -212,7 +267,9 @@ pub struct ThreadGuard {
 
 impl ThreadGuard {
     pub fn apply_current(p: &ThreadPolicy) -> Result<ThreadGuard> {
-        Ok(ThreadGuard { saved: apply(gettid(), p)? })
+        Ok(ThreadGuard {
+            saved: apply(gettid(), p)?,
+        })
     }
 }
 
@@ -228,7 +285,10 @@ pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>> {
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let bad = || Error::Config(format!("bad cpu-list {s:?}"));
         if let Some((a, b)) = part.split_once('-') {
-            let (a, b): (usize, usize) = (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
+            let (a, b): (usize, usize) = (
+                a.trim().parse().map_err(|_| bad())?,
+                b.trim().parse().map_err(|_| bad())?,
+            );
             if a > b {
                 return Err(bad());
             }
@@ -257,22 +317,82 @@ mod tests {
     fn attr_for_builds_the_requested_class() {
         let cur = SchedAttr::default();
         assert_eq!(attr_for(&ThreadPolicy::default(), &cur).unwrap(), None);
-        let a = attr_for(&ThreadPolicy { nice: Some(19), ..Default::default() }, &cur).unwrap().unwrap();
-        assert_eq!((a.sched_policy, a.sched_nice), (SCHED_OTHER, 19));
-        let a = attr_for(&ThreadPolicy { sched: Some(SchedClass::Fifo), priority: Some(10), ..Default::default() }, &cur).unwrap().unwrap();
-        assert_eq!((a.sched_policy, a.sched_priority), (SCHED_FIFO, 10));
-        let a = attr_for(&ThreadPolicy { slice_ns: Some(3_000_000), ..Default::default() }, &cur).unwrap().unwrap();
-        assert_eq!((a.sched_policy, a.sched_runtime), (SCHED_OTHER, 3_000_000));
         let a = attr_for(
-            &ThreadPolicy { sched: Some(SchedClass::Deadline), dl_runtime_ns: Some(1_000_000), dl_period_ns: Some(10_000_000), ..Default::default() },
+            &ThreadPolicy {
+                nice: Some(19),
+                ..Default::default()
+            },
             &cur,
         )
         .unwrap()
         .unwrap();
-        assert_eq!((a.sched_policy, a.sched_runtime, a.sched_deadline, a.sched_period), (SCHED_DEADLINE, 1_000_000, 10_000_000, 10_000_000));
-        assert!(attr_for(&ThreadPolicy { nice: Some(25), ..Default::default() }, &cur).is_err());
-        assert!(attr_for(&ThreadPolicy { sched: Some(SchedClass::Fifo), nice: Some(1), ..Default::default() }, &cur).is_err());
-        assert!(attr_for(&ThreadPolicy { sched: Some(SchedClass::Deadline), ..Default::default() }, &cur).is_err());
+        assert_eq!((a.sched_policy, a.sched_nice), (SCHED_OTHER, 19));
+        let a = attr_for(
+            &ThreadPolicy {
+                sched: Some(SchedClass::Fifo),
+                priority: Some(10),
+                ..Default::default()
+            },
+            &cur,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!((a.sched_policy, a.sched_priority), (SCHED_FIFO, 10));
+        let a = attr_for(
+            &ThreadPolicy {
+                slice_ns: Some(3_000_000),
+                ..Default::default()
+            },
+            &cur,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!((a.sched_policy, a.sched_runtime), (SCHED_OTHER, 3_000_000));
+        let a = attr_for(
+            &ThreadPolicy {
+                sched: Some(SchedClass::Deadline),
+                dl_runtime_ns: Some(1_000_000),
+                dl_period_ns: Some(10_000_000),
+                ..Default::default()
+            },
+            &cur,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            (
+                a.sched_policy,
+                a.sched_runtime,
+                a.sched_deadline,
+                a.sched_period
+            ),
+            (SCHED_DEADLINE, 1_000_000, 10_000_000, 10_000_000)
+        );
+        assert!(attr_for(
+            &ThreadPolicy {
+                nice: Some(25),
+                ..Default::default()
+            },
+            &cur
+        )
+        .is_err());
+        assert!(attr_for(
+            &ThreadPolicy {
+                sched: Some(SchedClass::Fifo),
+                nice: Some(1),
+                ..Default::default()
+            },
+            &cur
+        )
+        .is_err());
+        assert!(attr_for(
+            &ThreadPolicy {
+                sched: Some(SchedClass::Deadline),
+                ..Default::default()
+            },
+            &cur
+        )
+        .is_err());
     }
 
     #[test]
@@ -292,7 +412,12 @@ mod tests {
             let before = Saved::capture(tid).unwrap();
             let cpu0 = before.affinity[0];
             {
-                let _g = ThreadGuard::apply_current(&ThreadPolicy { nice: Some(7), affinity: Some(vec![cpu0]), ..Default::default() }).unwrap();
+                let _g = ThreadGuard::apply_current(&ThreadPolicy {
+                    nice: Some(7),
+                    affinity: Some(vec![cpu0]),
+                    ..Default::default()
+                })
+                .unwrap();
                 let now = Saved::capture(tid).unwrap();
                 assert_eq!(now.attr.sched_nice, 7);
                 assert_eq!(now.affinity, vec![cpu0]);
@@ -312,7 +437,14 @@ mod tests {
             let before = Saved::capture(tid).unwrap();
             let cpu0 = before.affinity[0];
             // affinity succeeds, then an invalid nice fails
-            let r = apply(tid, &ThreadPolicy { affinity: Some(vec![cpu0]), nice: Some(99), ..Default::default() });
+            let r = apply(
+                tid,
+                &ThreadPolicy {
+                    affinity: Some(vec![cpu0]),
+                    nice: Some(99),
+                    ..Default::default()
+                },
+            );
             assert!(r.is_err());
             assert_eq!(Saved::capture(tid).unwrap().affinity, before.affinity);
         });
@@ -324,7 +456,11 @@ mod tests {
         in_thread(|| {
             let tid = gettid();
             let before = Saved::capture(tid).unwrap();
-            match ThreadGuard::apply_current(&ThreadPolicy { sched: Some(SchedClass::Fifo), priority: Some(3), ..Default::default() }) {
+            match ThreadGuard::apply_current(&ThreadPolicy {
+                sched: Some(SchedClass::Fifo),
+                priority: Some(3),
+                ..Default::default()
+            }) {
                 Err(Error::Policy(_, e)) if e == libc::EPERM => {
                     eprintln!("skipped: SCHED_FIFO needs privilege");
                     return;
@@ -339,10 +475,17 @@ mod tests {
             assert_eq!(after.sched_policy, before.attr.sched_policy);
             assert_eq!(after.sched_priority, 0);
             {
-                let _g = ThreadGuard::apply_current(&ThreadPolicy { slice_ns: Some(7_000_000), ..Default::default() }).unwrap();
+                let _g = ThreadGuard::apply_current(&ThreadPolicy {
+                    slice_ns: Some(7_000_000),
+                    ..Default::default()
+                })
+                .unwrap();
                 assert_eq!(get_attr(tid).unwrap().sched_runtime, 7_000_000);
             }
-            assert_eq!(get_attr(tid).unwrap().sched_runtime, before.attr.sched_runtime);
+            assert_eq!(
+                get_attr(tid).unwrap().sched_runtime,
+                before.attr.sched_runtime
+            );
         });
     }
 }

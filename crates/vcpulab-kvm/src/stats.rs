@@ -2,7 +2,7 @@
 //! voluntary / involuntary context switches, and KVM binary stats (`KVM_GET_STATS_FD`).
 
 use std::collections::BTreeMap;
-use std::os::fd::{FromRawFd, OwnedFd, AsRawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct ThreadStats {
@@ -17,7 +17,10 @@ impl ThreadStats {
     pub fn read(tid: i32) -> ThreadStats {
         let mut s = ThreadStats::default();
         if let Ok(t) = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")) {
-            let v: Vec<u64> = t.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+            let v: Vec<u64> = t
+                .split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect();
             if v.len() >= 3 {
                 (s.run_ns, s.wait_ns, s.timeslices) = (v[0], v[1], v[2]);
             }
@@ -58,7 +61,14 @@ pub struct KvmStats {
 
 fn pread_exact(fd: i32, buf: &mut [u8], off: u64) -> bool {
     // SAFETY: `buf` is valid and writable for buf.len() bytes; fd is a descriptor we own.
-    let n = unsafe { libc::pread(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), off as libc::off_t) };
+    let n = unsafe {
+        libc::pread(
+            fd,
+            buf.as_mut_ptr() as *mut libc::c_void,
+            buf.len(),
+            off as libc::off_t,
+        )
+    };
     n == buf.len() as isize
 }
 
@@ -81,7 +91,12 @@ impl KvmStats {
         if !pread_exact(fd.as_raw_fd(), &mut h, 0) {
             return None;
         }
-        let (name_size, num_desc, desc_offset, data_offset) = (u32_at(&h, 4) as usize, u32_at(&h, 8) as usize, u32_at(&h, 16) as u64, u32_at(&h, 20) as u64);
+        let (name_size, num_desc, desc_offset, data_offset) = (
+            u32_at(&h, 4) as usize,
+            u32_at(&h, 8) as usize,
+            u32_at(&h, 16) as u64,
+            u32_at(&h, 20) as u64,
+        );
         let desc_size = 16 + name_size;
         let mut d = vec![0u8; desc_size * num_desc];
         if !pread_exact(fd.as_raw_fd(), &mut d, desc_offset) {
@@ -93,10 +108,16 @@ impl KvmStats {
             // desc: flags u32, exponent i16, size u16, offset u32, bucket_size u32, name[]
             let size = u16::from_le_bytes([b[6], b[7]]) as usize;
             let offset = u32_at(b, 8) as u64;
-            let name = String::from_utf8_lossy(&b[16..]).trim_end_matches('\0').to_string();
+            let name = String::from_utf8_lossy(&b[16..])
+                .trim_end_matches('\0')
+                .to_string();
             descs.push((name, offset, size));
         }
-        Some(KvmStats { fd, descs, data_offset })
+        Some(KvmStats {
+            fd,
+            descs,
+            data_offset,
+        })
     }
 
     /// Scalar stats (histograms skipped) by name.
@@ -117,7 +138,10 @@ impl KvmStats {
 
 /// The stats that changed between two reads (cumulative counters only; "max"/"peak"
 /// style values that did not change are left out too).
-pub fn stats_delta(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+pub fn stats_delta(
+    before: &BTreeMap<String, u64>,
+    after: &BTreeMap<String, u64>,
+) -> BTreeMap<String, u64> {
     after
         .iter()
         .filter_map(|(k, v)| {

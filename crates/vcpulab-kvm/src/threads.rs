@@ -102,7 +102,11 @@ impl VcpuRunner for HostThread {
                     }
                 }
                 Program::Barrier => {
-                    let (count, sense, n) = (m.word(grp + B_COUNT as u64), m.word(grp + B_SENSE as u64), m.get(grp + B_N as u64));
+                    let (count, sense, n) = (
+                        m.word(grp + B_COUNT as u64),
+                        m.word(grp + B_SENSE as u64),
+                        m.get(grp + B_N as u64),
+                    );
                     let mut local = 0u64;
                     'outer: loop {
                         delay_loop(ncs);

@@ -8,7 +8,9 @@ use crate::error::{Error, Result};
 use crate::guest::*;
 use crate::harness::{self, Ctx, Memory, Next, VcpuRunner};
 use crate::stats::KvmStats;
-use kvm_bindings::{kvm_msr_entry, kvm_segment, kvm_userspace_memory_region, Msrs, KVM_MAX_CPUID_ENTRIES};
+use kvm_bindings::{
+    kvm_msr_entry, kvm_segment, kvm_userspace_memory_region, Msrs, KVM_MAX_CPUID_ENTRIES,
+};
 use kvm_ioctls::{Kvm, VcpuExit, VcpuFd, VmFd};
 use std::collections::BTreeMap;
 use std::os::fd::AsRawFd;
@@ -24,28 +26,48 @@ pub struct Vm {
 impl Vm {
     /// Opens /dev/kvm.
     pub fn open() -> Result<Vm> {
-        Kvm::new().map(|kvm| Vm { kvm }).map_err(|e| Error::KvmUnavailable(format!("cannot open /dev/kvm: {e}")))
+        Kvm::new()
+            .map(|kvm| Vm { kvm })
+            .map_err(|e| Error::KvmUnavailable(format!("cannot open /dev/kvm: {e}")))
     }
 
     /// Creates the VM, its memory (page tables, GDT, code, parameters) and the vCPUs.
     pub fn build(self, cfg: &Config) -> Result<BuiltVm> {
         let kvm = self.kvm;
-        let vm = kvm.create_vm().map_err(|e| Error::Kvm("KVM_CREATE_VM", e.errno()))?;
-        let mem: GuestMemoryMmap = GuestMemoryMmap::from_ranges(&[(GuestAddress(0), MEM_SIZE as usize)]).map_err(|e| Error::Memory(format!("{e}")))?;
-        let host = mem.get_host_address(GuestAddress(0)).map_err(|e| Error::Memory(format!("{e}")))?;
-        let region = kvm_userspace_memory_region { slot: 0, flags: 0, guest_phys_addr: 0, memory_size: MEM_SIZE, userspace_addr: host as u64 };
+        let vm = kvm
+            .create_vm()
+            .map_err(|e| Error::Kvm("KVM_CREATE_VM", e.errno()))?;
+        let mem: GuestMemoryMmap =
+            GuestMemoryMmap::from_ranges(&[(GuestAddress(0), MEM_SIZE as usize)])
+                .map_err(|e| Error::Memory(format!("{e}")))?;
+        let host = mem
+            .get_host_address(GuestAddress(0))
+            .map_err(|e| Error::Memory(format!("{e}")))?;
+        let region = kvm_userspace_memory_region {
+            slot: 0,
+            flags: 0,
+            guest_phys_addr: 0,
+            memory_size: MEM_SIZE,
+            userspace_addr: host as u64,
+        };
         // SAFETY: `host` is the start of a MEM_SIZE mapping owned by `mem`, which BuiltVm
         // keeps alive for as long as the VM (the VM fd is dropped first, see BuiltVm).
-        unsafe { vm.set_user_memory_region(region) }.map_err(|e| Error::Kvm("KVM_SET_USER_MEMORY_REGION", e.errno()))?;
+        unsafe { vm.set_user_memory_region(region) }
+            .map_err(|e| Error::Kvm("KVM_SET_USER_MEMORY_REGION", e.errno()))?;
         write_tables(&mem)?;
         let code = assemble().map_err(|e| Error::Memory(e.to_string()))?;
-        mem.write_slice(&code.code, GuestAddress(CODE)).map_err(|e| Error::Memory(format!("{e}")))?;
+        mem.write_slice(&code.code, GuestAddress(CODE))
+            .map_err(|e| Error::Memory(format!("{e}")))?;
 
-        let cpuid = kvm.get_supported_cpuid(KVM_MAX_CPUID_ENTRIES).map_err(|e| Error::Kvm("KVM_GET_SUPPORTED_CPUID", e.errno()))?;
+        let cpuid = kvm
+            .get_supported_cpuid(KVM_MAX_CPUID_ENTRIES)
+            .map_err(|e| Error::Kvm("KVM_GET_SUPPORTED_CPUID", e.errno()))?;
         let mut vcpus = Vec::new();
         let mut steal_ok = true;
         for (i, vc) in cfg.vcpus.iter().enumerate() {
-            let fd = vm.create_vcpu(i as u64).map_err(|e| Error::Kvm("KVM_CREATE_VCPU", e.errno()))?;
+            let fd = vm
+                .create_vcpu(i as u64)
+                .map_err(|e| Error::Kvm("KVM_CREATE_VCPU", e.errno()))?;
             let mut c = cpuid.clone();
             for e in c.as_mut_slice() {
                 if e.function == 1 {
@@ -54,21 +76,38 @@ impl Vm {
                     e.edx = i as u32; // x2APIC id
                 }
             }
-            fd.set_cpuid2(&c).map_err(|e| Error::Kvm("KVM_SET_CPUID2", e.errno()))?;
+            fd.set_cpuid2(&c)
+                .map_err(|e| Error::Kvm("KVM_SET_CPUID2", e.errno()))?;
             setup_vcpu(&fd, i, code.entry(vc.program), vc.group)?;
-            let msrs = Msrs::from_entries(&[kvm_msr_entry { index: MSR_KVM_STEAL_TIME, data: steal_addr(i) | 1, ..Default::default() }]).map_err(|_| Error::Memory("msr list".into()))?;
+            let msrs = Msrs::from_entries(&[kvm_msr_entry {
+                index: MSR_KVM_STEAL_TIME,
+                data: steal_addr(i) | 1,
+                ..Default::default()
+            }])
+            .map_err(|_| Error::Memory("msr list".into()))?;
             if fd.set_msrs(&msrs).map(|n| n != 1).unwrap_or(true) {
                 steal_ok = false;
             }
             let stats = KvmStats::open(fd.as_raw_fd());
-            vcpus.push(Some(KvmVcpu { fd, stats, steal: steal_ok }));
+            vcpus.push(Some(KvmVcpu {
+                fd,
+                stats,
+                steal: steal_ok,
+            }));
         }
-        Ok(BuiltVm { vcpus, vm, mem, host, kvm })
+        Ok(BuiltVm {
+            vcpus,
+            vm,
+            mem,
+            host,
+            kvm,
+        })
     }
 }
 
 fn w<T: vm_memory::ByteValued>(mem: &GuestMemoryMmap, v: T, at: u64) -> Result<()> {
-    mem.write_obj(v, GuestAddress(at)).map_err(|e| Error::Memory(format!("{e}")))
+    mem.write_obj(v, GuestAddress(at))
+        .map_err(|e| Error::Memory(format!("{e}")))
 }
 
 /// Identity page tables (2 MiB pages, present|writable|user) for the first 4 GiB, and the
@@ -98,9 +137,31 @@ fn write_tables(mem: &GuestMemoryMmap) -> Result<()> {
 }
 
 fn setup_vcpu(fd: &VcpuFd, i: usize, entry: u64, group: usize) -> Result<()> {
-    let mut s = fd.get_sregs().map_err(|e| Error::Kvm("KVM_GET_SREGS", e.errno()))?;
-    let code = kvm_segment { base: 0, limit: 0xffff_ffff, selector: 0x1b, type_: 11, present: 1, dpl: 3, db: 0, s: 1, l: 1, g: 1, avl: 0, unusable: 0, padding: 0 };
-    let data = kvm_segment { selector: 0x23, type_: 3, db: 1, l: 0, ..code };
+    let mut s = fd
+        .get_sregs()
+        .map_err(|e| Error::Kvm("KVM_GET_SREGS", e.errno()))?;
+    let code = kvm_segment {
+        base: 0,
+        limit: 0xffff_ffff,
+        selector: 0x1b,
+        type_: 11,
+        present: 1,
+        dpl: 3,
+        db: 0,
+        s: 1,
+        l: 1,
+        g: 1,
+        avl: 0,
+        unusable: 0,
+        padding: 0,
+    };
+    let data = kvm_segment {
+        selector: 0x23,
+        type_: 3,
+        db: 1,
+        l: 0,
+        ..code
+    };
     s.cs = code;
     s.ds = data;
     s.es = data;
@@ -111,13 +172,24 @@ fn setup_vcpu(fd: &VcpuFd, i: usize, entry: u64, group: usize) -> Result<()> {
     s.gdt.limit = 7 * 8 - 1;
     s.idt.base = 0;
     s.idt.limit = 0; // no IDT: any guest exception ends in a shutdown exit
-    s.tr = kvm_segment { base: TSS, limit: 0x67, selector: 0x28, type_: 11, present: 1, s: 0, ..Default::default() };
+    s.tr = kvm_segment {
+        base: TSS,
+        limit: 0x67,
+        selector: 0x28,
+        type_: 11,
+        present: 1,
+        s: 0,
+        ..Default::default()
+    };
     s.cr3 = PML4;
     s.cr4 = 0x20 | 0x600; // PAE, OSFXSR, OSXMMEXCPT
     s.cr0 = 0x8005_0033; // PG, AM, WP, NE, ET, MP, PE
     s.efer = 0x500; // LME, LMA
-    fd.set_sregs(&s).map_err(|e| Error::Kvm("KVM_SET_SREGS", e.errno()))?;
-    let mut r = fd.get_regs().map_err(|e| Error::Kvm("KVM_GET_REGS", e.errno()))?;
+    fd.set_sregs(&s)
+        .map_err(|e| Error::Kvm("KVM_SET_SREGS", e.errno()))?;
+    let mut r = fd
+        .get_regs()
+        .map_err(|e| Error::Kvm("KVM_GET_REGS", e.errno()))?;
     r.rip = entry;
     r.rflags = 0x3002; // IOPL 3: `out` is allowed at CPL3 and exits to the harness
     r.rsp = samples_addr(i); // unused by the programs (no calls), but valid
@@ -125,7 +197,8 @@ fn setup_vcpu(fd: &VcpuFd, i: usize, entry: u64, group: usize) -> Result<()> {
     r.rbx = group_addr(group);
     r.r8 = slot_addr(i);
     r.rdi = samples_addr(i);
-    fd.set_regs(&r).map_err(|e| Error::Kvm("KVM_SET_REGS", e.errno()))
+    fd.set_regs(&r)
+        .map_err(|e| Error::Kvm("KVM_SET_REGS", e.errno()))
 }
 
 pub struct KvmVcpu {
@@ -159,7 +232,10 @@ impl BuiltVm {
     }
 
     pub fn take_vcpus(&mut self) -> Vec<Box<dyn VcpuRunner>> {
-        self.vcpus.iter_mut().map(|v| Box::new(v.take().expect("vCPUs taken once")) as Box<dyn VcpuRunner>).collect()
+        self.vcpus
+            .iter_mut()
+            .map(|v| Box::new(v.take().expect("vCPUs taken once")) as Box<dyn VcpuRunner>)
+            .collect()
     }
 
     #[allow(dead_code)]
@@ -179,12 +255,16 @@ impl VcpuRunner for KvmVcpu {
                     Ok(Next::Resume) => continue,
                     Err(e) => break Err(e),
                 },
-                Ok(VcpuExit::Shutdown) => break Err("shutdown exit (a guest exception: triple fault at CPL3)".to_string()),
+                Ok(VcpuExit::Shutdown) => {
+                    break Err("shutdown exit (a guest exception: triple fault at CPL3)".to_string())
+                }
                 Ok(other) => break Err(format!("unexpected exit {other:?}")),
                 Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => {
                     self.fd.set_kvm_immediate_exit(0);
                     if harness::stopping(ctx) && harness::kicked() {
-                        break Err("kicked out of KVM_RUN: the guest did not stop in time".to_string());
+                        break Err(
+                            "kicked out of KVM_RUN: the guest did not stop in time".to_string()
+                        );
                     }
                     continue;
                 }

@@ -12,9 +12,24 @@ use pyo3::prelude::*;
 use vcpulab_core::api::{self, RunOptions};
 use vcpulab_core::{Error, Scenario};
 
-create_exception!(_native, ScenarioError, PyValueError, "A scenario, sweep or experiment input is invalid.");
-create_exception!(_native, SimulationError, PyRuntimeError, "A simulation failed; the message names scenario and seed.");
-create_exception!(_native, NotFoundError, PyLookupError, "An unknown experiment, case or name.");
+create_exception!(
+    _native,
+    ScenarioError,
+    PyValueError,
+    "A scenario, sweep or experiment input is invalid."
+);
+create_exception!(
+    _native,
+    SimulationError,
+    PyRuntimeError,
+    "A simulation failed; the message names scenario and seed."
+);
+create_exception!(
+    _native,
+    NotFoundError,
+    PyLookupError,
+    "An unknown experiment, case or name."
+);
 
 fn to_py(e: Error) -> PyErr {
     match e {
@@ -47,7 +62,15 @@ fn run_text(
     let format = format.to_string();
     py.allow_threads(move || {
         let sc = parse(&text, &origin, &format)?;
-        let s = api::run(&sc, seed, &RunOptions { check_invariants, force, ..Default::default() })?;
+        let s = api::run(
+            &sc,
+            seed,
+            &RunOptions {
+                check_invariants,
+                force,
+                ..Default::default()
+            },
+        )?;
         Ok(api::summary_json(&s))
     })
     .map_err(to_py)
@@ -68,9 +91,15 @@ fn trace_text(
     let format = format.to_string();
     py.allow_threads(move || {
         let sc = parse(&text, &origin, &format)?;
-        let opts = RunOptions { trace_window: Some((from_ns, to_ns)), ..Default::default() };
+        let opts = RunOptions {
+            trace_window: Some((from_ns, to_ns)),
+            ..Default::default()
+        };
         let out = api::run_full(&sc, seed, &opts)?;
-        Ok((api::summary_json(&out.summary), out.trace_json.unwrap_or_default()))
+        Ok((
+            api::summary_json(&out.summary),
+            out.trace_json.unwrap_or_default(),
+        ))
     })
     .map_err(to_py)
 }
@@ -111,8 +140,14 @@ fn experiments_json() -> String {
 /// Runs one case of a built-in experiment; returns its raw rows (one per metric) as JSON.
 #[pyfunction]
 #[pyo3(signature = (experiment, case, seed=None))]
-fn reproduce_case(py: Python<'_>, experiment: String, case: String, seed: Option<u64>) -> PyResult<String> {
-    py.allow_threads(move || api::reproduce_case_json(&experiment, &case, seed)).map_err(to_py)
+fn reproduce_case(
+    py: Python<'_>,
+    experiment: String,
+    case: String,
+    seed: Option<u64>,
+) -> PyResult<String> {
+    py.allow_threads(move || api::reproduce_case_json(&experiment, &case, seed))
+        .map_err(to_py)
 }
 
 /// Normalises an experiment's raw rows (JSON list) and computes sim / paper.
@@ -124,7 +159,9 @@ fn reproduce_finish(experiment: &str, raw_rows: &str) -> PyResult<String> {
 /// The scenario text of a built-in experiment (before its cases' edits).
 #[pyfunction]
 fn experiment_scenario(experiment: &str) -> PyResult<String> {
-    vcpulab_core::repro::find(experiment).map(|e| e.scenario_text).map_err(to_py)
+    vcpulab_core::repro::find(experiment)
+        .map(|e| e.scenario_text)
+        .map_err(to_py)
 }
 
 /// Runs one real-KVM harness configuration (JSON, see vcpulab-kvm's `config::Config`);

@@ -26,16 +26,19 @@ pub mod trace;
 
 use crate::error::SimError;
 use crate::kvm::{grow_window, KvmSpec, Vendor};
-use std::collections::BTreeMap;
 use crate::metrics::{jain, Histogram};
 use crate::rng::Rng;
 use crate::scenario::{LockKind, Scenario};
-use crate::sched::{CpuId, RunState, SchedCtx, SchedOut, SchedView, Scheduler, TaskId, TaskInfo, YieldRequest, YieldResult};
+use crate::sched::{
+    CpuId, RunState, SchedCtx, SchedOut, SchedView, Scheduler, TaskId, TaskInfo, YieldRequest,
+    YieldResult,
+};
 use crate::summary::*;
 use crate::time::{SimDuration, SimTime};
 use crate::topology::{CpuSet, Distance};
 use crate::workload::{Arrivals, Dist, IpiTargets, Mode, Op};
 use queue::{EventKind, EventQueue};
+use std::collections::BTreeMap;
 use std::collections::VecDeque;
 
 /// Called now and then during a run with the fraction of simulated time done (0..1).
@@ -87,11 +90,25 @@ const MAX_ZERO_TIME_LOOPS: u32 = 100_000;
 /// Engine-level operation: work already converted to base-clock nanoseconds.
 #[derive(Clone, Debug)]
 enum RtOp {
-    Compute { work: Dist, mode: Mode },
-    Lock { lock: u32, hold: Dist, mode: Mode, shards: u32 },
-    Ipi { targets: IpiTargets },
-    Io { latency: Dist },
-    Sleep { duration: Dist },
+    Compute {
+        work: Dist,
+        mode: Mode,
+    },
+    Lock {
+        lock: u32,
+        hold: Dist,
+        mode: Mode,
+        shards: u32,
+    },
+    Ipi {
+        targets: IpiTargets,
+    },
+    Io {
+        latency: Dist,
+    },
+    Sleep {
+        duration: Dist,
+    },
     WaitRequest,
     Respond,
 }
@@ -100,9 +117,19 @@ enum RtOp {
 enum ThState {
     /// At an operation boundary, about to execute `ops[pc]`.
     Ready,
-    Compute { remaining: f64, mode: Mode, release: u32 },
-    SpinLock { lock: u32, hold: f64, mode: Mode },
-    SpinIpi { pending: u32 },
+    Compute {
+        remaining: f64,
+        mode: Mode,
+        release: u32,
+    },
+    SpinLock {
+        lock: u32,
+        hold: f64,
+        mode: Mode,
+    },
+    SpinIpi {
+        pending: u32,
+    },
     Blocked,
 }
 
@@ -166,6 +193,8 @@ struct Task {
     /// Guest progress of the current compute has been accounted up to here.
     progress_from: SimTime,
     spin_since: Option<SimTime>,
+    /// When it last became runnable (for the starvation check).
+    runnable_since: SimTime,
     cur: u32,
     slice_start: SimTime,
     local: VecDeque<ThreadId>,
@@ -279,11 +308,19 @@ struct State {
     boost_to_run: Vec<Histogram>,
     /// Spinners that left the PLE handler; their spin-loop flags clear if still running.
     spin_loop_exits: Vec<TaskId>,
+    /// The scheduler's promise for `--check-invariants` (asked after init).
+    starvation_bound: Option<SimDuration>,
+    /// Metrics count from here (0, or the end of the warm-up).
+    metrics_since: SimTime,
 }
 
 macro_rules! ctx {
     ($s:expr) => {
-        &mut SchedCtx { now: $s.st.now, view: &$s.view, out: &mut $s.out }
+        &mut SchedCtx {
+            now: $s.st.now,
+            view: &$s.view,
+            out: &mut $s.out,
+        }
     };
 }
 
@@ -296,7 +333,8 @@ impl<S: Scheduler> Sim<S> {
         let mut threads = Vec::new();
         let mut workloads = Vec::new();
         let mut locks = Vec::new();
-        let (mut vm_lock_base, mut vm_task_base, mut vm_vcpus, mut vm_timeslice) = (vec![], vec![], vec![], vec![]);
+        let (mut vm_lock_base, mut vm_task_base, mut vm_vcpus, mut vm_timeslice) =
+            (vec![], vec![], vec![], vec![]);
         let mut vm_workload_base = vec![];
         for (vi, vm) in sc.vms.iter().enumerate() {
             vm_workload_base.push(workloads.len() as u32);
@@ -306,18 +344,32 @@ impl<S: Scheduler> Sim<S> {
             vm_timeslice.push(vm.guest_timeslice);
             let lock_base = locks.len();
             for _ in &vm.locks {
-                locks.push(Lock { holder: NONE, kind: vm.spinlock, waiters: VecDeque::new() });
+                locks.push(Lock {
+                    holder: NONE,
+                    kind: vm.spinlock,
+                    waiters: VecDeque::new(),
+                });
             }
             for op in vm.workloads.iter().flat_map(|w| &w.ops) {
-                if let Op::Lock { lock, kind, shards, .. } = op {
+                if let Op::Lock {
+                    lock, kind, shards, ..
+                } = op
+                {
                     for k in 0..*shards as usize {
                         locks[lock_base + *lock as usize + k].kind = *kind;
                     }
                 }
             }
             for i in 0..vm.vcpus {
-                let affinity = vm.affinity[i as usize].clone().unwrap_or_else(|| CpuSet::full(ncpus));
-                tasks_info.push(TaskInfo { vm: vi as u32, index: i, affinity, weight: vm.weight });
+                let affinity = vm.affinity[i as usize]
+                    .clone()
+                    .unwrap_or_else(|| CpuSet::full(ncpus));
+                tasks_info.push(TaskInfo {
+                    vm: vi as u32,
+                    index: i,
+                    affinity,
+                    weight: vm.weight,
+                });
                 tasks.push(Task {
                     vm: vi as u32,
                     state_since: SimTime::ZERO,
@@ -327,12 +379,16 @@ impl<S: Scheduler> Sim<S> {
                     overhead_end: SimTime::ZERO,
                     progress_from: SimTime::ZERO,
                     spin_since: None,
+                    runnable_since: SimTime::ZERO,
                     cur: NONE,
                     slice_start: SimTime::ZERO,
                     local: VecDeque::new(),
                     pending_acks: Vec::new(),
                     c: TaskCounters::default(),
-                    kv: KvmTask { window: sc.kvm.as_ref().map_or(0, |k| k.ple_window), ..Default::default() },
+                    kv: KvmTask {
+                        window: sc.kvm.as_ref().map_or(0, |k| k.ple_window),
+                        ..Default::default()
+                    },
                 });
             }
             let mut k = 0u32;
@@ -342,11 +398,31 @@ impl<S: Scheduler> Sim<S> {
                     .ops
                     .iter()
                     .map(|op| match op {
-                        Op::Compute { work, mode } => RtOp::Compute { work: work.base_ns(sc.host.base_ghz), mode: *mode },
-                        Op::Lock { lock, hold, mode, shards, .. } => RtOp::Lock { lock: *lock, hold: hold.clone(), mode: *mode, shards: *shards },
-                        Op::Ipi { targets } => RtOp::Ipi { targets: targets.clone() },
-                        Op::Io { latency } => RtOp::Io { latency: latency.clone() },
-                        Op::Sleep { duration } => RtOp::Sleep { duration: duration.clone() },
+                        Op::Compute { work, mode } => RtOp::Compute {
+                            work: work.base_ns(sc.host.base_ghz),
+                            mode: *mode,
+                        },
+                        Op::Lock {
+                            lock,
+                            hold,
+                            mode,
+                            shards,
+                            ..
+                        } => RtOp::Lock {
+                            lock: *lock,
+                            hold: hold.clone(),
+                            mode: *mode,
+                            shards: *shards,
+                        },
+                        Op::Ipi { targets } => RtOp::Ipi {
+                            targets: targets.clone(),
+                        },
+                        Op::Io { latency } => RtOp::Io {
+                            latency: latency.clone(),
+                        },
+                        Op::Sleep { duration } => RtOp::Sleep {
+                            duration: duration.clone(),
+                        },
                         Op::WaitRequest => RtOp::WaitRequest,
                         Op::Respond => RtOp::Respond,
                     })
@@ -373,7 +449,10 @@ impl<S: Scheduler> Sim<S> {
                         index_in_workload: ti,
                         pc: 0,
                         state: ThState::Ready,
-                        rng: Rng::derive(seed, &["vm", &vm.name, "workload", &wis, "thread", &ti.to_string()]),
+                        rng: Rng::derive(
+                            seed,
+                            &["vm", &vm.name, "workload", &wis, "thread", &ti.to_string()],
+                        ),
                         request: None,
                         last_loop_at: SimTime(u64::MAX),
                         zero_time_loops: 0,
@@ -385,7 +464,8 @@ impl<S: Scheduler> Sim<S> {
         let ntasks = tasks.len();
         let turbo = sc.host.turbo_ghz.clone();
         let distinct_clock = turbo.iter().any(|g| *g != sc.host.base_ghz);
-        let smt_active = sc.host.threads_per_core > 1 && sc.host.smt_throughput != sc.host.threads_per_core as f64;
+        let smt_active = sc.host.threads_per_core > 1
+            && sc.host.smt_throughput != sc.host.threads_per_core as f64;
         let view = SchedView {
             cpu_curr: vec![None; ncpus],
             state: vec![RunState::Halted; ntasks],
@@ -393,9 +473,16 @@ impl<S: Scheduler> Sim<S> {
             nvms: sc.vms.len() as u32,
             topo: topo.clone(),
         };
-        let out = SchedOut { resched_pending: vec![false; ncpus], ..Default::default() };
+        let out = SchedOut {
+            resched_pending: vec![false; ncpus],
+            ..Default::default()
+        };
         let opts_trace = opts.trace_window;
-        let idle_speed = if turbo.is_empty() { 1.0 } else { turbo[0] / sc.host.base_ghz };
+        let idle_speed = if turbo.is_empty() {
+            1.0
+        } else {
+            turbo[0] / sc.host.base_ghz
+        };
         let st = State {
             now: SimTime::ZERO,
             end: SimTime::ZERO + sc.duration,
@@ -403,7 +490,16 @@ impl<S: Scheduler> Sim<S> {
             opts,
             q: EventQueue::with_capacity(ntasks + ncpus + 16),
             cpus: (0..ncpus)
-                .map(|_| Cpu { curr: NONE, last_task: NONE, timer_at: None, guest_at: None, pending_at: None, gen: 0, speed: idle_speed, busy: false })
+                .map(|_| Cpu {
+                    curr: NONE,
+                    last_task: NONE,
+                    timer_at: None,
+                    guest_at: None,
+                    pending_at: None,
+                    gen: 0,
+                    speed: idle_speed,
+                    busy: false,
+                })
                 .collect(),
             tasks,
             threads,
@@ -414,7 +510,11 @@ impl<S: Scheduler> Sim<S> {
             vm_vcpus,
             vm_timeslice,
             vm_names: sc.vms.iter().map(|v| v.name.clone()).collect(),
-            workload_threads: sc.vms.iter().flat_map(|v| v.workloads.iter().map(|w| w.threads)).collect(),
+            workload_threads: sc
+                .vms
+                .iter()
+                .flat_map(|v| v.workloads.iter().map(|w| w.threads))
+                .collect(),
             vm_workload_base,
             kicks: Vec::new(),
             resched_batch: Vec::new(),
@@ -438,8 +538,15 @@ impl<S: Scheduler> Sim<S> {
             streaks: vec![BTreeMap::new(); sc.vms.len()],
             boost_to_run: vec![Histogram::default(); sc.vms.len()],
             spin_loop_exits: Vec::new(),
+            starvation_bound: None,
+            metrics_since: SimTime::ZERO,
         };
-        Sim { sched, view, out, st }
+        Sim {
+            sched,
+            view,
+            out,
+            st,
+        }
     }
 
     fn fail(&mut self, msg: String) {
@@ -457,6 +564,7 @@ impl<S: Scheduler> Sim<S> {
     pub fn run_full(mut self, sc: &Scenario) -> Result<RunOutput, SimError> {
         self.sched.init(ctx!(self));
         self.apply_out();
+        self.st.starvation_bound = self.sched.starvation_bound(&self.view);
         // Every vCPU with guest threads starts runnable (at once, or after its VM's start
         // jitter); the others start halted.
         for (vi, vm) in sc.vms.iter().enumerate() {
@@ -486,7 +594,10 @@ impl<S: Scheduler> Sim<S> {
                 break;
             }
             if self.st.opts.check_invariants && ev.time < self.st.now {
-                self.fail(format!("event queue went backwards: {} after {}", ev.time.0, self.st.now.0));
+                self.fail(format!(
+                    "event queue went backwards: {} after {}",
+                    ev.time.0, self.st.now.0
+                ));
             }
             self.st.now = ev.time;
             match ev.kind {
@@ -538,18 +649,30 @@ impl<S: Scheduler> Sim<S> {
                 self.check_invariants();
             }
             if let Some(msg) = self.st.error.take() {
-                return Err(SimError { scenario: sc.name.clone(), seed: self.st.seed, at_ns: self.st.now.0, message: msg });
+                return Err(SimError {
+                    scenario: sc.name.clone(),
+                    seed: self.st.seed,
+                    at_ns: self.st.now.0,
+                    message: msg,
+                });
             }
         }
         if let Some(msg) = self.st.error.take() {
-            return Err(SimError { scenario: sc.name.clone(), seed: self.st.seed, at_ns: self.st.now.0, message: msg });
+            return Err(SimError {
+                scenario: sc.name.clone(),
+                seed: self.st.seed,
+                at_ns: self.st.now.0,
+                message: msg,
+            });
         }
         self.st.now = self.st.end;
         self.account_all();
         for t in 0..self.st.tasks.len() {
             let task = &mut self.st.tasks[t];
             if task.kv.streak > 0 {
-                *self.st.streaks[task.vm as usize].entry(task.kv.streak).or_default() += 1;
+                *self.st.streaks[task.vm as usize]
+                    .entry(task.kv.streak)
+                    .or_default() += 1;
                 task.kv.streak = 0;
             }
         }
@@ -564,15 +687,28 @@ impl<S: Scheduler> Sim<S> {
         }
         let summary = self.summary(sc);
         let trace_json = self.st.trace.take().map(|tr| {
-            let names: Vec<(String, u32)> =
-                self.view.tasks.iter().map(|t| (sc.vms[t.vm as usize].name.clone(), t.index)).collect();
+            let names: Vec<(String, u32)> = self
+                .view
+                .tasks
+                .iter()
+                .map(|t| (sc.vms[t.vm as usize].name.clone(), t.index))
+                .collect();
             tr.to_chrome_json(self.st.cpus.len(), &names)
         });
-        Ok(RunOutput { summary, trace_json })
+        Ok(RunOutput {
+            summary,
+            trace_json,
+        })
     }
 
     #[inline]
-    fn trace_instant(&mut self, task: TaskId, kind: &'static str, cpu: Option<u32>, other: Option<u32>) {
+    fn trace_instant(
+        &mut self,
+        task: TaskId,
+        kind: &'static str,
+        cpu: Option<u32>,
+        other: Option<u32>,
+    ) {
         if let Some(tr) = &mut self.st.trace {
             tr.instant(self.st.now, task, kind, cpu, other);
         }
@@ -600,7 +736,9 @@ impl<S: Scheduler> Sim<S> {
             self.st.global_gen += 1;
             if let Some(at) = g {
                 let gen = self.st.global_gen;
-                self.st.q.push(at.max(self.st.now), EventKind::Global { gen });
+                self.st
+                    .q
+                    .push(at.max(self.st.now), EventKind::Global { gen });
             }
         }
     }
@@ -687,6 +825,7 @@ impl<S: Scheduler> Sim<S> {
         task.c.halted_ns += now.since(task.state_since).ns();
         task.state_since = now;
         task.kv.ready = true; // kvm_vcpu_wake_up
+        task.runnable_since = now;
         self.view.state[t as usize] = RunState::Runnable;
         self.sched.wake(ctx!(self), t);
         self.apply_out();
@@ -698,7 +837,11 @@ impl<S: Scheduler> Sim<S> {
         if self.st.trace.is_some() {
             let start = self.st.tasks[t as usize].run_since;
             self.trace_run(cpu, t, start);
-            let kind = if to == RunState::Halted { "halt" } else { "preempted" };
+            let kind = if to == RunState::Halted {
+                "halt"
+            } else {
+                "preempted"
+            };
             self.trace_instant(t, kind, Some(cpu), None);
         }
         let task = &mut self.st.tasks[t as usize];
@@ -714,6 +857,7 @@ impl<S: Scheduler> Sim<S> {
         }
         task.state_since = now;
         task.executing = false;
+        task.runnable_since = now;
         if self.st.kvm.is_some() {
             let involuntary = to == RunState::Runnable;
             task.kv.preempted = involuntary;
@@ -721,7 +865,9 @@ impl<S: Scheduler> Sim<S> {
             task.kv.in_kernel = match task.cur {
                 NONE => false,
                 cur => match self.st.threads[cur as usize].state {
-                    ThState::Compute { mode, .. } | ThState::SpinLock { mode, .. } => mode == Mode::Kernel,
+                    ThState::Compute { mode, .. } | ThState::SpinLock { mode, .. } => {
+                        mode == Mode::Kernel
+                    }
                     ThState::SpinIpi { .. } => true,
                     _ => false,
                 },
@@ -766,7 +912,10 @@ impl<S: Scheduler> Sim<S> {
         }
         let task = &mut self.st.tasks[t as usize];
         if task.last_cpu != NONE && task.last_cpu != cpu {
-            let d = self.view.topo.distance(task.last_cpu as usize, cpu as usize);
+            let d = self
+                .view
+                .topo
+                .distance(task.last_cpu as usize, cpu as usize);
             let i = d as usize - 1;
             task.c.migrations[i] += 1;
             self.st.h.migrations[i] += 1;
@@ -867,7 +1016,9 @@ impl<S: Scheduler> Sim<S> {
                 c.pending_at = want;
                 if let Some(at) = want {
                     let gen = c.gen;
-                    self.st.q.push(at.max(self.st.now), EventKind::Cpu { cpu, gen });
+                    self.st
+                        .q
+                        .push(at.max(self.st.now), EventKind::Cpu { cpu, gen });
                 }
             }
         }
@@ -921,7 +1072,11 @@ impl<S: Scheduler> Sim<S> {
             self.st.turbo[(busy_cores - 1).min(self.st.turbo.len() - 1)]
         };
         let n = self.st.busy_threads_in_core[info.core as usize].max(1);
-        let smt = if n > 1 { self.st.smt_throughput / n as f64 } else { 1.0 };
+        let smt = if n > 1 {
+            self.st.smt_throughput / n as f64
+        } else {
+            1.0
+        };
         clock / self.st.base_ghz * smt
     }
 
@@ -975,7 +1130,10 @@ impl<S: Scheduler> Sim<S> {
             }
             return;
         }
-        if let ThState::Compute { remaining, release, .. } = self.st.threads[cur as usize].state {
+        if let ThState::Compute {
+            remaining, release, ..
+        } = self.st.threads[cur as usize].state
+        {
             if remaining <= WORK_EPSILON {
                 self.st.h.op_completions += 1;
                 if release != NONE {
@@ -1047,7 +1205,9 @@ impl<S: Scheduler> Sim<S> {
             _ => {}
         }
         let deadline = match th.state {
-            ThState::Compute { remaining, mode, .. } => {
+            ThState::Compute {
+                remaining, mode, ..
+            } => {
                 let speed = self.st.cpus[cpu as usize].speed;
                 let mut d = now + SimDuration((remaining.max(0.0) / speed).ceil() as u64);
                 if mode == Mode::User && !task.local.is_empty() {
@@ -1083,7 +1243,11 @@ impl<S: Scheduler> Sim<S> {
                 }
                 ThState::SpinLock { lock, hold, mode } => {
                     if self.try_lock(id, lock, false) {
-                        self.st.threads[id as usize].state = ThState::Compute { remaining: hold, mode, release: lock };
+                        self.st.threads[id as usize].state = ThState::Compute {
+                            remaining: hold,
+                            mode,
+                            release: lock,
+                        };
                         continue;
                     }
                     return true;
@@ -1121,22 +1285,39 @@ impl<S: Scheduler> Sim<S> {
                 RtOp::Compute { work, mode } => {
                     let x = work.sample(&mut th.rng);
                     if x > WORK_EPSILON {
-                        th.state = ThState::Compute { remaining: x, mode: *mode, release: NONE };
+                        th.state = ThState::Compute {
+                            remaining: x,
+                            mode: *mode,
+                            release: NONE,
+                        };
                         return true;
                     }
                     th.pc += 1;
                 }
-                RtOp::Lock { lock, hold, mode, shards } => {
+                RtOp::Lock {
+                    lock,
+                    hold,
+                    mode,
+                    shards,
+                } => {
                     let (hold, mode) = (hold.sample(&mut th.rng), *mode);
                     let vm = self.st.workloads[w].vm;
                     // Threads split into `shards` consecutive groups, one lock each.
                     let per = self.st.workload_threads[w].div_ceil(*shards).max(1);
                     let gl = self.st.vm_lock_base[vm as usize] + *lock + th.index_in_workload / per;
-                    th.state = ThState::SpinLock { lock: gl, hold, mode };
+                    th.state = ThState::SpinLock {
+                        lock: gl,
+                        hold,
+                        mode,
+                    };
                     if !self.try_lock(id, gl, true) {
                         return true;
                     }
-                    self.st.threads[id as usize].state = ThState::Compute { remaining: hold, mode, release: gl };
+                    self.st.threads[id as usize].state = ThState::Compute {
+                        remaining: hold,
+                        mode,
+                        release: gl,
+                    };
                 }
                 RtOp::Ipi { targets } => {
                     let targets = targets.clone();
@@ -1153,7 +1334,10 @@ impl<S: Scheduler> Sim<S> {
                     let x = d.sample(&mut th.rng);
                     th.state = ThState::Blocked;
                     th.pc += 1;
-                    self.st.q.push(now + SimDuration(x.round() as u64), EventKind::ThreadWake { thread: id });
+                    self.st.q.push(
+                        now + SimDuration(x.round() as u64),
+                        EventKind::ThreadWake { thread: id },
+                    );
                     return false;
                 }
                 RtOp::WaitRequest => {
@@ -1178,7 +1362,10 @@ impl<S: Scheduler> Sim<S> {
                         wl.completed += 1;
                         if let Some(Arrivals::Closed { think, .. }) = &wl.arrivals {
                             let d = think.sample(&mut wl.rng);
-                            self.st.q.push(now + SimDuration(d.round() as u64), EventKind::Arrival { workload: w as u32 });
+                            self.st.q.push(
+                                now + SimDuration(d.round() as u64),
+                                EventKind::Arrival { workload: w as u32 },
+                            );
                         }
                     }
                 }
@@ -1218,7 +1405,13 @@ impl<S: Scheduler> Sim<S> {
     }
 
     /// KVM's PLE handler: directed yield to a candidate vCPU of the spinner's VM.
-    fn kvm_vcpu_on_spin(&mut self, me: TaskId, cpu: CpuId, yield_to_kernel_mode: bool, k: &KvmSpec) {
+    fn kvm_vcpu_on_spin(
+        &mut self,
+        me: TaskId,
+        cpu: CpuId,
+        yield_to_kernel_mode: bool,
+        k: &KvmSpec,
+    ) {
         let vm = self.st.tasks[me as usize].vm as usize;
         let base = self.st.vm_task_base[vm];
         let n = self.st.vm_vcpus[vm];
@@ -1389,7 +1582,9 @@ impl<S: Scheduler> Sim<S> {
 
     /// The vCPU has nothing to run: it halts and leaves its pCPU.
     fn halt(&mut self, t: TaskId) {
-        let RunState::Running(cpu) = self.view.state[t as usize] else { return };
+        let RunState::Running(cpu) = self.view.state[t as usize] else {
+            return;
+        };
         self.deschedule(t, cpu, RunState::Halted);
         self.st.tasks[t as usize].c.halts += 1;
         self.sched.block(ctx!(self), cpu, t);
@@ -1420,15 +1615,24 @@ impl<S: Scheduler> Sim<S> {
             None => {}
             Some(Arrivals::Poisson { rate }) => {
                 let d = wl.rng.exp(1e9 / rate);
-                self.st.q.push(now + SimDuration(d.round() as u64), EventKind::Arrival { workload: w });
+                self.st.q.push(
+                    now + SimDuration(d.round() as u64),
+                    EventKind::Arrival { workload: w },
+                );
             }
             Some(Arrivals::Periodic { interval }) => {
-                self.st.q.push(now + SimDuration(interval.round() as u64), EventKind::Arrival { workload: w });
+                self.st.q.push(
+                    now + SimDuration(interval.round() as u64),
+                    EventKind::Arrival { workload: w },
+                );
             }
             Some(Arrivals::Closed { clients, think }) => {
                 for _ in 0..clients {
                     let d = think.sample(&mut wl.rng);
-                    self.st.q.push(now + SimDuration(d.round() as u64), EventKind::Arrival { workload: w });
+                    self.st.q.push(
+                        now + SimDuration(d.round() as u64),
+                        EventKind::Arrival { workload: w },
+                    );
                 }
             }
         }
@@ -1440,10 +1644,16 @@ impl<S: Scheduler> Sim<S> {
         match &wl.arrivals {
             Some(Arrivals::Poisson { rate }) => {
                 let d = wl.rng.exp(1e9 / rate);
-                self.st.q.push(now + SimDuration(d.round() as u64), EventKind::Arrival { workload: w });
+                self.st.q.push(
+                    now + SimDuration(d.round() as u64),
+                    EventKind::Arrival { workload: w },
+                );
             }
             Some(Arrivals::Periodic { interval }) => {
-                self.st.q.push(now + SimDuration(interval.round() as u64), EventKind::Arrival { workload: w });
+                self.st.q.push(
+                    now + SimDuration(interval.round() as u64),
+                    EventKind::Arrival { workload: w },
+                );
             }
             _ => {}
         }
@@ -1466,27 +1676,63 @@ impl<S: Scheduler> Sim<S> {
         for (c, cpu) in self.st.cpus.iter().enumerate() {
             if cpu.curr == NONE {
                 if self.view.cpu_curr[c].is_some() {
-                    self.st.error = Some(format!("invariant: pCPU {c} idle but the view says it runs a vCPU"));
+                    self.st.error = Some(format!(
+                        "invariant: pCPU {c} idle but the view says it runs a vCPU"
+                    ));
                 }
                 continue;
             }
             let t = cpu.curr as usize;
             if seen[t] {
-                self.st.error = Some(format!("invariant: vCPU task {t} runs on two pCPUs at once"));
+                self.st.error = Some(format!(
+                    "invariant: vCPU task {t} runs on two pCPUs at once"
+                ));
                 return;
             }
             seen[t] = true;
             if self.view.state[t] != RunState::Running(c as u32) {
-                self.st.error = Some(format!("invariant: pCPU {c} runs task {t} whose state is {:?}", self.view.state[t]));
+                self.st.error = Some(format!(
+                    "invariant: pCPU {c} runs task {t} whose state is {:?}",
+                    self.view.state[t]
+                ));
             }
             if !self.view.tasks[t].affinity.contains(c) {
-                self.st.error = Some(format!("invariant: task {t} runs on pCPU {c} outside its affinity"));
+                self.st.error = Some(format!(
+                    "invariant: task {t} runs on pCPU {c} outside its affinity"
+                ));
             }
         }
+        let now = self.st.now;
+        let elapsed = now.since(self.st.metrics_since).ns();
         for (t, s) in self.view.state.iter().enumerate() {
             if matches!(s, RunState::Running(_)) && !seen[t] {
                 self.st.error = Some(format!("invariant: task {t} is Running but on no pCPU"));
             }
+            let task = &self.st.tasks[t];
+            if *s == RunState::Runnable {
+                if let Some(bound) = self.st.starvation_bound {
+                    let waited = now.since(task.runnable_since);
+                    if waited > bound {
+                        self.st.error = Some(format!(
+                            "invariant: task {t} (VM {:?}, vCPU {}) has been runnable for {waited} without running; the scheduler promises at most {bound}",
+                            self.st.vm_names[task.vm as usize], self.view.tasks[t].index
+                        ));
+                        return;
+                    }
+                }
+            }
+            // CPU time conservation per task: accounted run + wait + halted time never
+            // exceeds the time since metrics started.
+            let accounted = task.c.run_ns + task.c.wait_ns + task.c.halted_ns;
+            if accounted > elapsed {
+                self.st.error = Some(format!(
+                    "invariant: task {t} has {accounted} ns of run+wait+halted time accounted in {elapsed} ns"
+                ));
+                return;
+            }
+        }
+        if let Err(msg) = self.sched.check(&self.view) {
+            self.st.error = Some(format!("invariant: {msg}"));
         }
     }
 
@@ -1518,6 +1764,7 @@ impl<S: Scheduler> Sim<S> {
 
     fn reset_metrics(&mut self) {
         self.account_all();
+        self.st.metrics_since = self.st.now;
         for t in &mut self.st.tasks {
             t.c = TaskCounters::default();
         }
@@ -1575,7 +1822,11 @@ impl<S: Scheduler> Sim<S> {
             for w in &vm.workloads {
                 let rt = &self.st.workloads[wl_index];
                 wl_index += 1;
-                let latency = if rt.arrivals.is_some() { latency_summary(&rt.latency) } else { None };
+                let latency = if rt.arrivals.is_some() {
+                    latency_summary(&rt.latency)
+                } else {
+                    None
+                };
                 workloads.push(WorkloadSummary {
                     kind: w.kind.clone(),
                     threads: w.threads,
@@ -1641,7 +1892,9 @@ impl<S: Scheduler> Sim<S> {
                 context_switches: h.context_switches,
                 migrations: MigrationSummary::from(h.migrations),
             },
-            fairness: FairnessSummary { jain_vm: jain(&demanding) },
+            fairness: FairnessSummary {
+                jain_vm: jain(&demanding),
+            },
             scheduler_counters: counters,
             event_counts: EventCounts {
                 cpu_deadlines: h.ev_cpu,
@@ -1685,7 +1938,11 @@ fn streak_summary(lengths: &BTreeMap<u64, u64>) -> StreakSummary {
         count: lengths.values().sum(),
         median,
         max: lengths.keys().next_back().copied().unwrap_or(0),
-        ge53_frac: if total_ple == 0 { 0.0 } else { ge53 as f64 / total_ple as f64 },
+        ge53_frac: if total_ple == 0 {
+            0.0
+        } else {
+            ge53 as f64 / total_ple as f64
+        },
         cdf,
     }
 }

@@ -96,16 +96,26 @@ pub struct EventQueue {
 
 impl EventQueue {
     pub fn with_capacity(n: usize) -> Self {
-        EventQueue { heap: BinaryHeap::with_capacity(n), seq: 0 }
+        EventQueue {
+            heap: BinaryHeap::with_capacity(n),
+            seq: 0,
+        }
     }
     #[inline]
     pub fn push(&mut self, time: SimTime, kind: EventKind) {
         self.seq += 1;
-        self.heap.push(Slot { time: time.0, seq: self.seq, payload: kind.pack() });
+        self.heap.push(Slot {
+            time: time.0,
+            seq: self.seq,
+            payload: kind.pack(),
+        });
     }
     #[inline]
     pub fn pop(&mut self) -> Option<Event> {
-        self.heap.pop().map(|s| Event { time: SimTime(s.time), kind: EventKind::unpack(s.payload) })
+        self.heap.pop().map(|s| Event {
+            time: SimTime(s.time),
+            kind: EventKind::unpack(s.payload),
+        })
     }
     #[inline]
     pub fn peek_time(&self) -> Option<SimTime> {
@@ -130,7 +140,9 @@ mod tests {
         q.push(SimTime(3), EventKind::Arrival { workload: 1 });
         q.push(SimTime(5), EventKind::Arrival { workload: 2 });
         q.push(SimTime(5), EventKind::Arrival { workload: 3 });
-        let order: Vec<_> = std::iter::from_fn(|| q.pop()).map(|e| (e.time.0, e.kind)).collect();
+        let order: Vec<_> = std::iter::from_fn(|| q.pop())
+            .map(|e| (e.time.0, e.kind))
+            .collect();
         assert_eq!(
             order,
             vec![

@@ -11,10 +11,21 @@ use std::fmt::Write;
 #[derive(Clone, Copy, Debug)]
 pub enum Rec {
     /// `task` ran on `cpu` from `start` to `end`.
-    Run { cpu: u32, task: u32, start: SimTime, end: SimTime },
+    Run {
+        cpu: u32,
+        task: u32,
+        start: SimTime,
+        end: SimTime,
+    },
     /// Something happened to `task` at `t` (on `cpu` if it ran somewhere); `other` is the
     /// peer vCPU (IPI target, boosted vCPU) or a pCPU (migration source), per `kind`.
-    Instant { t: SimTime, task: u32, kind: &'static str, cpu: Option<u32>, other: Option<u32> },
+    Instant {
+        t: SimTime,
+        task: u32,
+        kind: &'static str,
+        cpu: Option<u32>,
+        other: Option<u32>,
+    },
 }
 
 pub struct Tracer {
@@ -28,7 +39,13 @@ pub struct Tracer {
 
 impl Tracer {
     pub fn new(from: SimTime, to: SimTime) -> Tracer {
-        Tracer { from, to, recs: Vec::new(), limit: 20_000_000, truncated: false }
+        Tracer {
+            from,
+            to,
+            recs: Vec::new(),
+            limit: 20_000_000,
+            truncated: false,
+        }
     }
 
     #[inline]
@@ -43,13 +60,31 @@ impl Tracer {
     pub fn run(&mut self, cpu: u32, task: u32, start: SimTime, end: SimTime) {
         let (s, e) = (start.max(self.from), end.min(self.to));
         if s < e {
-            self.push(Rec::Run { cpu, task, start: s, end: e });
+            self.push(Rec::Run {
+                cpu,
+                task,
+                start: s,
+                end: e,
+            });
         }
     }
 
-    pub fn instant(&mut self, t: SimTime, task: u32, kind: &'static str, cpu: Option<u32>, other: Option<u32>) {
+    pub fn instant(
+        &mut self,
+        t: SimTime,
+        task: u32,
+        kind: &'static str,
+        cpu: Option<u32>,
+        other: Option<u32>,
+    ) {
         if t >= self.from && t <= self.to {
-            self.push(Rec::Instant { t, task, kind, cpu, other });
+            self.push(Rec::Instant {
+                t,
+                task,
+                kind,
+                cpu,
+                other,
+            });
         }
     }
 
@@ -88,7 +123,12 @@ impl Tracer {
         for r in &self.recs {
             sep(&mut o);
             match *r {
-                Rec::Run { cpu, task, start, end } => {
+                Rec::Run {
+                    cpu,
+                    task,
+                    start,
+                    end,
+                } => {
                     let (vm, i) = &names[task as usize];
                     let _ = write!(
                         o,
@@ -99,7 +139,13 @@ impl Tracer {
                         json_str(vm)
                     );
                 }
-                Rec::Instant { t, task, kind, cpu, other } => {
+                Rec::Instant {
+                    t,
+                    task,
+                    kind,
+                    cpu,
+                    other,
+                } => {
                     let (vm, i) = &names[task as usize];
                     let _ = write!(
                         o,

@@ -103,12 +103,18 @@ fn parse_edits(t: &Table) -> Res<(Vec<(String, toml::Value)>, Vec<String>)> {
     let set = match t.get("set") {
         Some(s) => {
             let st = s.table()?;
-            st.keys().map(|k| (k.clone(), st.get(k).unwrap().v.clone())).collect()
+            st.keys()
+                .map(|k| (k.clone(), st.get(k).unwrap().v.clone()))
+                .collect()
         }
         None => vec![],
     };
     let remove = match t.get("remove") {
-        Some(r) => r.array()?.iter().map(|x| x.str().map(str::to_string)).collect::<Res<_>>()?,
+        Some(r) => r
+            .array()?
+            .iter()
+            .map(|x| x.str().map(str::to_string))
+            .collect::<Res<_>>()?,
         None => vec![],
     };
     Ok((set, remove))
@@ -127,7 +133,10 @@ fn parse_experiment(id: &str, text: &str, scenario_text: &str) -> Res<Experiment
                 None => None,
                 Some(n) => {
                     let nt = n.table()?;
-                    let r = (nt.req("axis")?.str()?.to_string(), nt.req("value")?.str()?.to_string());
+                    let r = (
+                        nt.req("axis")?.str()?.to_string(),
+                        nt.req("value")?.str()?.to_string(),
+                    );
                     nt.finish(&["axis", "value"])?;
                     Some(r)
                 }
@@ -157,7 +166,10 @@ fn parse_experiment(id: &str, text: &str, scenario_text: &str) -> Res<Experiment
         for c in cs.array()? {
             let ct = c.table()?;
             let (set, remove) = parse_edits(&ct)?;
-            let paper = ct.opt_f64("paper", f64::MIN, f64::MAX)?.map(|p| vec![(first.clone(), p)]).unwrap_or_default();
+            let paper = ct
+                .opt_f64("paper", f64::MIN, f64::MAX)?
+                .map(|p| vec![(first.clone(), p)])
+                .unwrap_or_default();
             cases.push(Case {
                 id: ct.req("id")?.str()?.to_string(),
                 paper,
@@ -171,7 +183,14 @@ fn parse_experiment(id: &str, text: &str, scenario_text: &str) -> Res<Experiment
     }
     // A matrix: the product of [[axis]] values; case id = values joined by '/'.
     if let Some(axes) = t.get("axis") {
-        let mut grid: Vec<Case> = vec![Case { id: String::new(), paper: vec![], note: String::new(), axes: vec![], set: vec![], remove: vec![] }];
+        let mut grid: Vec<Case> = vec![Case {
+            id: String::new(),
+            paper: vec![],
+            note: String::new(),
+            axes: vec![],
+            set: vec![],
+            remove: vec![],
+        }];
         for a in axes.array()? {
             let at = a.table()?;
             let name = at.req("name")?.str()?.to_string();
@@ -181,19 +200,32 @@ fn parse_experiment(id: &str, text: &str, scenario_text: &str) -> Res<Experiment
             for val in &values {
                 let vt = val.table()?;
                 let (set, remove) = parse_edits(&vt)?;
-                parsed.push((vt.req("id")?.str()?.to_string(), vt.opt_str("note")?.unwrap_or("").to_string(), set, remove));
+                parsed.push((
+                    vt.req("id")?.str()?.to_string(),
+                    vt.opt_str("note")?.unwrap_or("").to_string(),
+                    set,
+                    remove,
+                ));
                 vt.finish(&["id", "note", "set", "remove"])?;
             }
             at.finish(&["name", "value"])?;
             for g in &grid {
                 for (vid, note, set, remove) in &parsed {
                     let mut c = g.clone();
-                    c.id = if c.id.is_empty() { vid.clone() } else { format!("{}/{}", c.id, vid) };
+                    c.id = if c.id.is_empty() {
+                        vid.clone()
+                    } else {
+                        format!("{}/{}", c.id, vid)
+                    };
                     c.axes.push((name.clone(), vid.clone()));
                     c.set.extend(set.iter().cloned());
                     c.remove.extend(remove.iter().cloned());
                     if !note.is_empty() {
-                        c.note = if c.note.is_empty() { note.clone() } else { format!("{}; {}", c.note, note) };
+                        c.note = if c.note.is_empty() {
+                            note.clone()
+                        } else {
+                            format!("{}; {}", c.note, note)
+                        };
                     }
                     next.push(c);
                 }
@@ -241,7 +273,23 @@ fn parse_experiment(id: &str, text: &str, scenario_text: &str) -> Res<Experiment
         cases,
         scenario_text: scenario_text.to_string(),
     };
-    t.finish(&["id", "title", "source", "notes", "metric", "unit", "value", "tolerance", "seeds", "case", "axis", "paper", "scenario", "set", "remove"])?;
+    t.finish(&[
+        "id",
+        "title",
+        "source",
+        "notes",
+        "metric",
+        "unit",
+        "value",
+        "tolerance",
+        "seeds",
+        "case",
+        "axis",
+        "paper",
+        "scenario",
+        "set",
+        "remove",
+    ])?;
     Ok(e)
 }
 
@@ -249,26 +297,40 @@ fn parse_experiment(id: &str, text: &str, scenario_text: &str) -> Res<Experiment
 pub fn experiments() -> Vec<Experiment> {
     EMBEDDED
         .iter()
-        .map(|(id, e, s)| parse_experiment(id, e, s).unwrap_or_else(|err| panic!("built-in experiment {id} is invalid: {err}")))
+        .map(|(id, e, s)| {
+            parse_experiment(id, e, s)
+                .unwrap_or_else(|err| panic!("built-in experiment {id} is invalid: {err}"))
+        })
         .collect()
 }
 
 pub fn find(id: &str) -> Result<Experiment, Error> {
-    experiments().into_iter().find(|e| e.id == id).ok_or_else(|| {
-        let ids: Vec<String> = experiments().into_iter().map(|e| e.id).collect();
-        Error::NotFound(format!("unknown experiment {id:?}; available: {}", ids.join(", ")))
-    })
+    experiments()
+        .into_iter()
+        .find(|e| e.id == id)
+        .ok_or_else(|| {
+            let ids: Vec<String> = experiments().into_iter().map(|e| e.id).collect();
+            Error::NotFound(format!(
+                "unknown experiment {id:?}; available: {}",
+                ids.join(", ")
+            ))
+        })
 }
 
 /// The scenario of one case: the experiment's scenario with the case's edits applied.
 pub fn case_scenario(e: &Experiment, case: &Case) -> Result<Scenario, Error> {
-    let origin = format!("scenarios/reproductions/{}/scenario.toml (case {})", e.id, case.id);
+    let origin = format!(
+        "scenarios/reproductions/{}/scenario.toml (case {})",
+        e.id, case.id
+    );
     let mut doc = parse_toml(&origin, &e.scenario_text)?;
     for r in &case.remove {
-        crate::overrides::remove(&mut doc, r).map_err(|m| ScenarioError::new(&origin, r.clone(), m))?;
+        crate::overrides::remove(&mut doc, r)
+            .map_err(|m| ScenarioError::new(&origin, r.clone(), m))?;
     }
     for (path, value) in &case.set {
-        crate::overrides::set(&mut doc, path, value.clone()).map_err(|m| ScenarioError::new(&origin, path.clone(), m))?;
+        crate::overrides::set(&mut doc, path, value.clone())
+            .map_err(|m| ScenarioError::new(&origin, path.clone(), m))?;
     }
     Ok(Scenario::from_value(&doc, &origin)?)
 }
@@ -280,7 +342,10 @@ pub fn extract(summary: &serde_json::Value, path: &str) -> Option<f64> {
     if path.starts_with("vm.") {
         parts.next();
         let name = parts.next()?;
-        cur = summary["vms"].as_array()?.iter().find(|v| v["name"] == name)?;
+        cur = summary["vms"]
+            .as_array()?
+            .iter()
+            .find(|v| v["name"] == name)?;
     }
     for p in parts {
         cur = match cur {
@@ -295,7 +360,11 @@ pub fn extract(summary: &serde_json::Value, path: &str) -> Option<f64> {
 pub fn run_case(exp: &Experiment, case_id: &str, seed: Option<u64>) -> Result<Vec<Row>, Error> {
     let case = exp.cases.iter().find(|c| c.id == case_id).ok_or_else(|| {
         let ids: Vec<&str> = exp.cases.iter().map(|c| c.id.as_str()).collect();
-        Error::NotFound(format!("experiment {} has no case {case_id:?}; cases: {}", exp.id, ids.join(", ")))
+        Error::NotFound(format!(
+            "experiment {} has no case {case_id:?}; cases: {}",
+            exp.id,
+            ids.join(", ")
+        ))
     })?;
     let sc = case_scenario(exp, case)?;
     let first = seed.unwrap_or(sc.seed);
@@ -330,15 +399,22 @@ pub fn run_case(exp: &Experiment, case_id: &str, seed: Option<u64>) -> Result<Ve
 /// Normalises raw rows (metrics with `normalize` are divided by the reference case's
 /// raw figure) and computes sim / paper.
 pub fn finish_rows(exp: &Experiment, raw: &[Row]) -> Vec<Row> {
-    let raw_value = |case: &str, metric: &str| raw.iter().find(|r| r.case == case && r.metric == metric).and_then(|r| r.sim);
+    let raw_value = |case: &str, metric: &str| {
+        raw.iter()
+            .find(|r| r.case == case && r.metric == metric)
+            .and_then(|r| r.sim)
+    };
     raw.iter()
         .map(|r| {
             let mut row = r.clone();
             let metric = exp.metrics.iter().find(|m| m.name == r.metric);
             if let (Some(m), Some(case)) = (metric, exp.cases.iter().find(|c| c.id == r.case)) {
                 if let Some((axis, value)) = &m.normalize {
-                    let reference: Vec<String> =
-                        case.axes.iter().map(|(a, v)| if a == axis { value.clone() } else { v.clone() }).collect();
+                    let reference: Vec<String> = case
+                        .axes
+                        .iter()
+                        .map(|(a, v)| if a == axis { value.clone() } else { v.clone() })
+                        .collect();
                     let base = raw_value(&reference.join("/"), &m.name);
                     row.sim = match (r.sim, base) {
                         (Some(s), Some(b)) if b != 0.0 => Some(s / b),

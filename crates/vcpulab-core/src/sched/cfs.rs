@@ -64,16 +64,66 @@ use super::{ParamInfo, ParamKind, Params};
 pub const DESCRIPTION: &str = "Linux 4.15 CFS: vruntime queues, buddies, yield_to as upstream, load balancing, optional cgroup per VM";
 
 pub const PARAMS: &[ParamInfo] = &[
-    ParamInfo { name: "latency", kind: ParamKind::Duration, default: "6ms", help: "sched_latency (unscaled)" },
-    ParamInfo { name: "min_granularity", kind: ParamKind::Duration, default: "750us", help: "sched_min_granularity (unscaled)" },
-    ParamInfo { name: "wakeup_granularity", kind: ParamKind::Duration, default: "1ms", help: "sched_wakeup_granularity (unscaled)" },
-    ParamInfo { name: "tunable_scaling", kind: ParamKind::Bool, default: "true", help: "scale the three above by 1 + ilog2(min(ncpus, 8))" },
-    ParamInfo { name: "tick", kind: ParamKind::Duration, default: "4ms", help: "scheduler tick (HZ=250)" },
-    ParamInfo { name: "migration_cost", kind: ParamKind::Duration, default: "500us", help: "a task that ran this recently is cache-hot" },
-    ParamInfo { name: "group_per_vm", kind: ParamKind::Bool, default: "false", help: "each VM is a cgroup (fair share per VM)" },
-    ParamInfo { name: "gentle_fair_sleepers", kind: ParamKind::Bool, default: "true", help: "sleeper credit is latency/2" },
-    ParamInfo { name: "start_debit", kind: ParamKind::Bool, default: "true", help: "new tasks start one vslice late" },
-    ParamInfo { name: "wakeup_preemption", kind: ParamKind::Bool, default: "true", help: "wake-ups may preempt" },
+    ParamInfo {
+        name: "latency",
+        kind: ParamKind::Duration,
+        default: "6ms",
+        help: "sched_latency (unscaled)",
+    },
+    ParamInfo {
+        name: "min_granularity",
+        kind: ParamKind::Duration,
+        default: "750us",
+        help: "sched_min_granularity (unscaled)",
+    },
+    ParamInfo {
+        name: "wakeup_granularity",
+        kind: ParamKind::Duration,
+        default: "1ms",
+        help: "sched_wakeup_granularity (unscaled)",
+    },
+    ParamInfo {
+        name: "tunable_scaling",
+        kind: ParamKind::Bool,
+        default: "true",
+        help: "scale the three above by 1 + ilog2(min(ncpus, 8))",
+    },
+    ParamInfo {
+        name: "tick",
+        kind: ParamKind::Duration,
+        default: "4ms",
+        help: "scheduler tick (HZ=250)",
+    },
+    ParamInfo {
+        name: "migration_cost",
+        kind: ParamKind::Duration,
+        default: "500us",
+        help: "a task that ran this recently is cache-hot",
+    },
+    ParamInfo {
+        name: "group_per_vm",
+        kind: ParamKind::Bool,
+        default: "false",
+        help: "each VM is a cgroup (fair share per VM)",
+    },
+    ParamInfo {
+        name: "gentle_fair_sleepers",
+        kind: ParamKind::Bool,
+        default: "true",
+        help: "sleeper credit is latency/2",
+    },
+    ParamInfo {
+        name: "start_debit",
+        kind: ParamKind::Bool,
+        default: "true",
+        help: "new tasks start one vslice late",
+    },
+    ParamInfo {
+        name: "wakeup_preemption",
+        kind: ParamKind::Bool,
+        default: "true",
+        help: "wake-ups may preempt",
+    },
 ];
 
 /// CFS of 4.15 over the shared fair-class machinery.

@@ -41,12 +41,42 @@ use super::{ParamInfo, ParamKind, Params};
 pub const DESCRIPTION: &str = "Linux 6.6+ EEVDF: eligibility by lag, earliest virtual deadline, 6.6 or 6.14 buddy rule, yield_to";
 
 pub const PARAMS: &[ParamInfo] = &[
-    ParamInfo { name: "base_slice", kind: ParamKind::Duration, default: "750us", help: "sysctl_sched_base_slice (unscaled)" },
-    ParamInfo { name: "tunable_scaling", kind: ParamKind::Bool, default: "true", help: "scale base_slice by 1 + ilog2(min(ncpus, 8))" },
-    ParamInfo { name: "tick", kind: ParamKind::Duration, default: "4ms", help: "scheduler tick (HZ=250)" },
-    ParamInfo { name: "migration_cost", kind: ParamKind::Duration, default: "500us", help: "a task that ran this recently is cache-hot" },
-    ParamInfo { name: "group_per_vm", kind: ParamKind::Bool, default: "false", help: "each VM is a cgroup (fair share per VM)" },
-    ParamInfo { name: "buddy_rule", kind: ParamKind::Choice(&["6.14", "6.6"]), default: "6.14", help: "6.14: next buddy honoured if eligible (PICK_BUDDY); 6.6: ignored (NEXT_BUDDY off)" },
+    ParamInfo {
+        name: "base_slice",
+        kind: ParamKind::Duration,
+        default: "750us",
+        help: "sysctl_sched_base_slice (unscaled)",
+    },
+    ParamInfo {
+        name: "tunable_scaling",
+        kind: ParamKind::Bool,
+        default: "true",
+        help: "scale base_slice by 1 + ilog2(min(ncpus, 8))",
+    },
+    ParamInfo {
+        name: "tick",
+        kind: ParamKind::Duration,
+        default: "4ms",
+        help: "scheduler tick (HZ=250)",
+    },
+    ParamInfo {
+        name: "migration_cost",
+        kind: ParamKind::Duration,
+        default: "500us",
+        help: "a task that ran this recently is cache-hot",
+    },
+    ParamInfo {
+        name: "group_per_vm",
+        kind: ParamKind::Bool,
+        default: "false",
+        help: "each VM is a cgroup (fair share per VM)",
+    },
+    ParamInfo {
+        name: "buddy_rule",
+        kind: ParamKind::Choice(&["6.14", "6.6"]),
+        default: "6.14",
+        help: "6.14: next buddy honoured if eligible (PICK_BUDDY); 6.6: ignored (NEXT_BUDDY off)",
+    },
 ];
 
 /// EEVDF over the shared fair-class machinery. The CFS-only tunables (latency,

@@ -200,14 +200,22 @@ impl Fair {
         self.ncpus = v.topo.ncpus();
         self.ntasks = v.tasks.len();
         self.nvms = v.nvms as usize;
-        let ngroups = if self.tun.group_per_vm { self.nvms * self.ncpus } else { 0 };
+        let ngroups = if self.tun.group_per_vm {
+            self.nvms * self.ncpus
+        } else {
+            0
+        };
         self.ents = vec![Entity::default(); self.ntasks + ngroups];
         self.rqs = vec![Rq::default(); self.ncpus + ngroups];
         let mut shares = vec![NICE_0_LOAD; self.nvms];
         for (t, info) in v.tasks.iter().enumerate() {
             // VM weight 256 (the default) is nice 0 / cpu.shares 1024.
             shares[info.vm as usize] = info.weight as u64 * NICE_0_LOAD / 256;
-            self.ents[t].weight = if self.tun.group_per_vm { NICE_0_LOAD } else { shares[info.vm as usize] };
+            self.ents[t].weight = if self.tun.group_per_vm {
+                NICE_0_LOAD
+            } else {
+                shares[info.vm as usize]
+            };
         }
         for g in 0..ngroups {
             let e = &mut self.ents[self.ntasks + g];
@@ -222,19 +230,32 @@ impl Fair {
         self.idle_cpus = (0..self.ncpus as u32).collect();
         // Stagger balancing by one tick per pCPU, so two pCPUs never balance against each
         // other in the same instant (and undo each other's pull before the task runs).
-        self.last_balance = (0..self.ncpus as u64).map(|c| [c * self.tun.tick; 3]).collect();
+        self.last_balance = (0..self.ncpus as u64)
+            .map(|c| [c * self.tun.tick; 3])
+            .collect();
         self.nr_balance_failed = vec![[0; 3]; self.ncpus];
         self.avg_idle = vec![2 * self.tun.migration_cost; self.ncpus];
         self.idle_since = vec![Some(0); self.ncpus];
         self.active_move = vec![None; self.ncpus];
         self.task_vm = v.tasks.iter().map(|t| t.vm).collect();
         self.pulled_at = vec![0; self.ntasks];
-        self.task_cpu = v.tasks.iter().enumerate().map(|(i, t)| t.affinity.nth_wrapping(i).unwrap() as u32).collect();
+        self.task_cpu = v
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| t.affinity.nth_wrapping(i).unwrap() as u32)
+            .collect();
         let topo = &v.topo;
         self.domains = (0..self.ncpus)
             .map(|c| {
-                let smt: Vec<u32> = topo.core_cpus(topo.cpus[c].core).map(|x| x as u32).collect();
-                let sock: Vec<u32> = (0..self.ncpus).filter(|&x| topo.cpus[x].socket == topo.cpus[c].socket).map(|x| x as u32).collect();
+                let smt: Vec<u32> = topo
+                    .core_cpus(topo.cpus[c].core)
+                    .map(|x| x as u32)
+                    .collect();
+                let sock: Vec<u32> = (0..self.ncpus)
+                    .filter(|&x| topo.cpus[x].socket == topo.cpus[c].socket)
+                    .map(|x| x as u32)
+                    .collect();
                 let all: Vec<u32> = (0..self.ncpus as u32).collect();
                 [smt, sock, all]
             })
@@ -273,7 +294,9 @@ impl Fair {
     /// Charges the running entity of `rq` for time since its last update.
     fn update_curr(&mut self, ctx: &mut SchedCtx, rq: u32, cpu: u32) {
         let now = ctx.now.0;
-        let Some(c) = self.rqs[rq as usize].curr else { return };
+        let Some(c) = self.rqs[rq as usize].curr else {
+            return;
+        };
         let e = &mut self.ents[c as usize];
         let delta = now.saturating_sub(e.exec_start);
         if delta > 0 {
@@ -299,7 +322,10 @@ impl Fair {
     fn update_min_vruntime(&mut self, rq: u32) {
         let r = &self.rqs[rq as usize];
         let mut v = r.min_vruntime;
-        let curr = r.curr.filter(|c| self.ents[*c as usize].on_rq).map(|c| self.ents[c as usize].vruntime);
+        let curr = r
+            .curr
+            .filter(|c| self.ents[*c as usize].on_rq)
+            .map(|c| self.ents[c as usize].vruntime);
         let left = r.tree.first().map(|k| k.0);
         let cand = match (curr, left) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -343,9 +369,16 @@ impl Fair {
                 let r = &self.rqs[rq as usize];
                 let mut v = r.min_vruntime;
                 if initial && self.tun.start_debit {
-                    v += Self::calc_delta_fair(self.sched_slice(rq, e), self.ents[e as usize].weight);
+                    v += Self::calc_delta_fair(
+                        self.sched_slice(rq, e),
+                        self.ents[e as usize].weight,
+                    );
                 } else if !initial {
-                    let thresh = if self.tun.gentle_fair_sleepers { self.tun.latency / 2 } else { self.tun.latency };
+                    let thresh = if self.tun.gentle_fair_sleepers {
+                        self.tun.latency / 2
+                    } else {
+                        self.tun.latency
+                    };
                     v -= thresh as i64;
                 }
                 let ent = &mut self.ents[e as usize];
@@ -376,7 +409,11 @@ impl Fair {
         let r = &self.rqs[rq as usize];
         let on = self.ents[e as usize].on_rq;
         let nr = r.nr_running + u64::from(!on);
-        let period = if nr > SCHED_NR_LATENCY { nr * self.tun.min_granularity } else { self.tun.latency };
+        let period = if nr > SCHED_NR_LATENCY {
+            nr * self.tun.min_granularity
+        } else {
+            self.tun.latency
+        };
         let load = r.load + if on { 0 } else { self.ents[e as usize].weight };
         let mut slice = period as u128 * self.ents[e as usize].weight as u128 / load.max(1) as u128;
         if rq as usize >= self.ncpus {
@@ -388,7 +425,15 @@ impl Fair {
         slice as u64
     }
 
-    fn enqueue_entity(&mut self, ctx: &mut SchedCtx, rq: u32, e: u32, cpu: u32, wakeup: bool, initial: bool) {
+    fn enqueue_entity(
+        &mut self,
+        ctx: &mut SchedCtx,
+        rq: u32,
+        e: u32,
+        cpu: u32,
+        wakeup: bool,
+        initial: bool,
+    ) {
         self.update_curr(ctx, rq, cpu);
         if wakeup || initial {
             self.place_entity(rq, e, initial);
@@ -410,7 +455,8 @@ impl Fair {
         if let Policy::Eevdf { .. } = self.policy {
             let v = self.avg_vruntime(rq);
             let ent = &self.ents[e as usize];
-            let limit = Self::calc_delta_fair((2 * self.tun.base_slice).max(self.tun.tick), ent.weight);
+            let limit =
+                Self::calc_delta_fair((2 * self.tun.base_slice).max(self.tun.tick), ent.weight);
             self.ents[e as usize].vlag = (v - ent.vruntime).clamp(-limit, limit);
         }
         self.clear_buddies(rq, e);
@@ -478,7 +524,14 @@ impl Fair {
     }
 
     /// Queues task `t` on `cpu` (and its group entity on the root queue if needed).
-    fn enqueue_task(&mut self, ctx: &mut SchedCtx, t: TaskId, cpu: u32, wakeup: bool, initial: bool) {
+    fn enqueue_task(
+        &mut self,
+        ctx: &mut SchedCtx,
+        t: TaskId,
+        cpu: u32,
+        wakeup: bool,
+        initial: bool,
+    ) {
         let vm = self.task_vm[t as usize];
         self.task_cpu[t as usize] = cpu;
         self.vm_runnable[vm as usize] += 1;
@@ -519,7 +572,8 @@ impl Fair {
     /// (vruntime renormalised to the destination's min_vruntime; lag kept under EEVDF).
     fn migrate_task(&mut self, ctx: &mut SchedCtx, t: TaskId, to: u32) {
         let from = self.task_cpu[t as usize];
-        let rel = self.ents[t as usize].vruntime - self.rqs[self.leaf_rq(t, from) as usize].min_vruntime;
+        let rel =
+            self.ents[t as usize].vruntime - self.rqs[self.leaf_rq(t, from) as usize].min_vruntime;
         self.dequeue_task(ctx, t, from);
         let leaf = self.leaf_rq(t, to);
         self.ents[t as usize].vruntime = self.rqs[leaf as usize].min_vruntime + rel;
@@ -544,7 +598,8 @@ impl Fair {
         if vdiff <= 0 {
             return -1;
         }
-        let gran = Self::calc_delta_fair(self.tun.wakeup_granularity, self.ents[se as usize].weight);
+        let gran =
+            Self::calc_delta_fair(self.tun.wakeup_granularity, self.ents[se as usize].weight);
         if vdiff > gran {
             1
         } else {
@@ -572,7 +627,12 @@ impl Fair {
             .min_by_key(|&&e| (self.ents[e as usize].deadline, e))
             .copied();
         // With integer rounding nobody may look eligible; fall back to the leftmost.
-        best.or_else(|| cands.iter().min_by_key(|&&e| (self.ents[e as usize].vruntime, e)).copied())
+        best.or_else(|| {
+            cands
+                .iter()
+                .min_by_key(|&&e| (self.ents[e as usize].vruntime, e))
+                .copied()
+        })
     }
 
     /// `pick_next_entity` on one queue (curr has been put back already).
@@ -693,7 +753,11 @@ impl Fair {
         let order = || (0..sock.len()).map(|i| sock[(start + i) % sock.len()]);
         if topo.threads_per_core > 1 {
             for c in order() {
-                if aff.contains(c as usize) && topo.core_cpus(topo.cpus[c as usize].core).all(|s| idle(s as u32)) {
+                if aff.contains(c as usize)
+                    && topo
+                        .core_cpus(topo.cpus[c as usize].core)
+                        .all(|s| idle(s as u32))
+                {
                     self.counters.bump(C_WAKE_IDLE_SIBLING);
                     return c;
                 }
@@ -723,11 +787,15 @@ impl Fair {
             return;
         }
         // find_matching_se: compare at the level where both are in the same queue.
-        let (se, pse) = if self.tun.group_per_vm && self.task_vm[curr as usize] != self.task_vm[t as usize] {
-            (self.group_ent(self.task_vm[curr as usize], cpu), self.group_ent(self.task_vm[t as usize], cpu))
-        } else {
-            (curr, t)
-        };
+        let (se, pse) =
+            if self.tun.group_per_vm && self.task_vm[curr as usize] != self.task_vm[t as usize] {
+                (
+                    self.group_ent(self.task_vm[curr as usize], cpu),
+                    self.group_ent(self.task_vm[t as usize], cpu),
+                )
+            } else {
+                (curr, t)
+            };
         let rq = self.ents[se as usize].rq;
         self.update_curr(ctx, rq, cpu);
         let preempt = match self.policy {
@@ -769,7 +837,12 @@ impl Fair {
         }
     }
 
-    pub fn pick_next(&mut self, ctx: &mut SchedCtx, cpu: CpuId, _prev: Option<TaskId>) -> Option<TaskId> {
+    pub fn pick_next(
+        &mut self,
+        ctx: &mut SchedCtx,
+        cpu: CpuId,
+        _prev: Option<TaskId>,
+    ) -> Option<TaskId> {
         if let Some(p) = self.running[cpu as usize].take() {
             self.put_prev_task(ctx, p, cpu);
             if let Some((t, dst)) = self.active_move[cpu as usize].take() {
@@ -810,7 +883,9 @@ impl Fair {
 
     /// The scheduler tick on a busy pCPU: account, preempt, balance.
     pub fn tick(&mut self, ctx: &mut SchedCtx, cpu: CpuId) {
-        let Some(t) = self.running[cpu as usize] else { return };
+        let Some(t) = self.running[cpu as usize] else {
+            return;
+        };
         let (p, n) = self.path(t, cpu);
         for &e in &p[..n] {
             let rq = self.ents[e as usize].rq;
@@ -872,7 +947,8 @@ impl Fair {
             self.counters.bump(C_YIELD_ESRCH);
             return YieldResult::NoSuchTarget;
         }
-        let runnable_queued = self.ents[target as usize].on_rq && self.running[p_cpu as usize] != Some(target);
+        let runnable_queued =
+            self.ents[target as usize].on_rq && self.running[p_cpu as usize] != Some(target);
         if !runnable_queued {
             self.counters.bump(C_YIELD_TARGET_RUNNING);
             return YieldResult::Failed;
@@ -929,7 +1005,10 @@ impl Fair {
     /// Tasks queued (not running) on a pCPU, in a stable order.
     fn queued_tasks(&self, cpu: u32) -> impl Iterator<Item = TaskId> + '_ {
         let running = self.running[cpu as usize];
-        self.cpu_tasks[cpu as usize].iter().copied().filter(move |&t| Some(t) != running)
+        self.cpu_tasks[cpu as usize]
+            .iter()
+            .copied()
+            .filter(move |&t| Some(t) != running)
     }
 
     /// A pCPU's load as the balancer sees it: the root queue's weight (group entities in
@@ -959,7 +1038,8 @@ impl Fair {
     }
 
     fn cache_hot(&self, t: TaskId, now: u64) -> bool {
-        now.saturating_sub(self.ents[t as usize].exec_start) < self.tun.migration_cost && self.ents[t as usize].sum_exec > 0
+        now.saturating_sub(self.ents[t as usize].exec_start) < self.tun.migration_cost
+            && self.ents[t as usize].sum_exec > 0
     }
 
     /// Pulls one queued task to an idle `cpu` from the busiest pCPU, innermost domain first.
@@ -1021,7 +1101,9 @@ impl Fair {
                 .pull_order(src)
                 .into_iter()
                 .filter(|&t| ctx.allowed(t, cpu) && (allow_hot || !self.cache_hot(t, now)))
-                .filter(|&t| self.pulled_at[t as usize] == 0 || now >= self.pulled_at[t as usize] + interval)
+                .filter(|&t| {
+                    self.pulled_at[t as usize] == 0 || now >= self.pulled_at[t as usize] + interval
+                })
                 .collect();
             for t in cands {
                 let w = self.task_h_load(t);
@@ -1063,7 +1145,12 @@ impl Scheduler for Fair {
     fn block(&mut self, ctx: &mut SchedCtx, cpu: CpuId, t: TaskId) {
         Fair::block(self, ctx, cpu, t)
     }
-    fn pick_next(&mut self, ctx: &mut SchedCtx, cpu: CpuId, prev: Option<TaskId>) -> Option<TaskId> {
+    fn pick_next(
+        &mut self,
+        ctx: &mut SchedCtx,
+        cpu: CpuId,
+        prev: Option<TaskId>,
+    ) -> Option<TaskId> {
         Fair::pick_next(self, ctx, cpu, prev)
     }
     fn timer(&mut self, ctx: &mut SchedCtx, cpu: CpuId) {
@@ -1074,6 +1161,20 @@ impl Scheduler for Fair {
     }
     fn counters(&self) -> Vec<(&'static str, u64)> {
         self.counters.list()
+    }
+    /// A task's turn is at most one scheduling period (CFS: latency, or min_granularity
+    /// per task beyond sched_nr_latency; EEVDF: a base slice, at most 2 x base_slice + tick
+    /// past its deadline), so the largest of those bounds every other task's turn.
+    fn starvation_bound(&self, view: &super::SchedView) -> Option<crate::time::SimDuration> {
+        let turn = self
+            .tun
+            .latency
+            .max(self.tun.min_granularity)
+            .max(2 * self.tun.base_slice + self.tun.tick);
+        Some(super::proportional_share_bound(
+            view,
+            crate::time::SimDuration(turn),
+        ))
     }
 }
 
@@ -1087,7 +1188,14 @@ mod tests {
     fn view(ntasks: usize) -> SchedView {
         SchedView {
             topo: Topology::new(1, 1, 1, 1),
-            tasks: (0..ntasks).map(|i| TaskInfo { vm: 0, index: i as u32, affinity: CpuSet::full(1), weight: 256 }).collect(),
+            tasks: (0..ntasks)
+                .map(|i| TaskInfo {
+                    vm: 0,
+                    index: i as u32,
+                    affinity: CpuSet::full(1),
+                    weight: 256,
+                })
+                .collect(),
             state: vec![RunState::Runnable; ntasks],
             cpu_curr: vec![None],
             nvms: 1,
@@ -1113,8 +1221,15 @@ mod tests {
     /// Three tasks queued on one pCPU; returns the scheduler with the buddy `next` set.
     fn queue_with_next(policy: Policy, lead: i64) -> Fair {
         let v = view(3);
-        let mut out = SchedOut { resched_pending: vec![false], ..Default::default() };
-        let mut ctx = SchedCtx { now: SimTime(0), view: &v, out: &mut out };
+        let mut out = SchedOut {
+            resched_pending: vec![false],
+            ..Default::default()
+        };
+        let mut ctx = SchedCtx {
+            now: SimTime(0),
+            view: &v,
+            out: &mut out,
+        };
         let mut f = Fair::new(policy, tunables());
         f.init(&mut ctx);
         for t in 0..3 {
@@ -1138,7 +1253,11 @@ mod tests {
         let mut near = queue_with_next(Policy::Cfs, 900_000);
         assert_eq!(near.pick_entity(0), Some(2));
         let mut far = queue_with_next(Policy::Cfs, 1_100_000);
-        assert_eq!(far.pick_entity(0), Some(1), "a buddy beyond the granularity is refused");
+        assert_eq!(
+            far.pick_entity(0),
+            Some(1),
+            "a buddy beyond the granularity is refused"
+        );
         assert_eq!(far.counters.values[C_PICK_NEXT_BUDDY_REFUSED], 1);
         // Fix (b) forces it.
         let mut forced = queue_with_next(Policy::Cfs, 1_100_000);

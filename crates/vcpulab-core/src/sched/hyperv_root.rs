@@ -63,10 +63,30 @@ pub const DESCRIPTION: &str =
     "Hyper-V root scheduler: VPs as Windows threads, priority round robin, 31.25 ms quantum, shared ready queues";
 
 pub const PARAMS: &[ParamInfo] = &[
-    ParamInfo { name: "quantum", kind: ParamKind::Duration, default: "31250us", help: "thread quantum (client: 2 x 15.625 ms clock intervals)" },
-    ParamInfo { name: "clock_interval", kind: ParamKind::Duration, default: "15625us", help: "clock tick; quantum end is checked at each tick" },
-    ParamInfo { name: "wake_boost", kind: ParamKind::Int, default: "1", help: "priority boost when a VP's wait completes (decays 1 per quantum)" },
-    ParamInfo { name: "group_size", kind: ParamKind::Int, default: "4", help: "logical processors sharing one ready queue" },
+    ParamInfo {
+        name: "quantum",
+        kind: ParamKind::Duration,
+        default: "31250us",
+        help: "thread quantum (client: 2 x 15.625 ms clock intervals)",
+    },
+    ParamInfo {
+        name: "clock_interval",
+        kind: ParamKind::Duration,
+        default: "15625us",
+        help: "clock tick; quantum end is checked at each tick",
+    },
+    ParamInfo {
+        name: "wake_boost",
+        kind: ParamKind::Int,
+        default: "1",
+        help: "priority boost when a VP's wait completes (decays 1 per quantum)",
+    },
+    ParamInfo {
+        name: "group_size",
+        kind: ParamKind::Int,
+        default: "4",
+        help: "logical processors sharing one ready queue",
+    },
 ];
 
 /// Base priority of VP threads (normal).
@@ -257,7 +277,11 @@ impl Scheduler for HyperVRoot {
             .view
             .tasks
             .iter()
-            .map(|t| t.affinity.nth_wrapping(vm_base[t.vm as usize] + t.index as usize).unwrap() as CpuId)
+            .map(|t| {
+                t.affinity
+                    .nth_wrapping(vm_base[t.vm as usize] + t.index as usize)
+                    .unwrap() as CpuId
+            })
             .collect();
         ctx.set_global_timer(ctx.now + self.clock_interval);
     }
@@ -277,7 +301,9 @@ impl Scheduler for HyperVRoot {
                 let c = (ideal + off) % n;
                 if affinity.contains(c)
                     && self.free(ctx, c as CpuId)
-                    && topo.core_cpus(topo.cpus[c].core).all(|s| self.free(ctx, s as CpuId))
+                    && topo
+                        .core_cpus(topo.cpus[c].core)
+                        .all(|s| self.free(ctx, s as CpuId))
                 {
                     choice = Some((c as CpuId, WAKE_IDLE_CORE));
                     break;
@@ -289,7 +315,9 @@ impl Scheduler for HyperVRoot {
             let ideal = self.ideal[ti];
             if ctx.allowed(t, ideal) && self.free(ctx, ideal) {
                 choice = Some((ideal, WAKE_IDEAL));
-            } else if let Some(l) = self.last[ti].filter(|&l| ctx.allowed(t, l) && self.free(ctx, l)) {
+            } else if let Some(l) =
+                self.last[ti].filter(|&l| ctx.allowed(t, l) && self.free(ctx, l))
+            {
                 choice = Some((l, WAKE_LAST));
             } else {
                 let n = ctx.ncpus();
@@ -332,7 +360,12 @@ impl Scheduler for HyperVRoot {
 
     fn block(&mut self, _ctx: &mut SchedCtx, _cpu: CpuId, _t: TaskId) {}
 
-    fn pick_next(&mut self, ctx: &mut SchedCtx, cpu: CpuId, prev: Option<TaskId>) -> Option<TaskId> {
+    fn pick_next(
+        &mut self,
+        ctx: &mut SchedCtx,
+        cpu: CpuId,
+        prev: Option<TaskId>,
+    ) -> Option<TaskId> {
         let c = cpu as usize;
         let expired = std::mem::take(&mut self.quantum_expired[c]);
         if let Some(s) = self.standby[c].take() {
@@ -372,7 +405,8 @@ impl Scheduler for HyperVRoot {
         // Idle or the previous thread blocked: own group, then the others.
         for (i, &g) in self.scan_order[c].iter().enumerate() {
             if let Some(n) = self.best_in(ctx, g, cpu, 0) {
-                self.counters.bump(if i == 0 { PICK_LOCAL } else { PICK_STOLEN });
+                self.counters
+                    .bump(if i == 0 { PICK_LOCAL } else { PICK_STOLEN });
                 self.dequeue(n);
                 self.start(ctx, n, cpu);
                 return Some(n);
@@ -401,5 +435,17 @@ impl Scheduler for HyperVRoot {
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
         self.counters.list()
+    }
+    /// All VP threads share base priority 8 and boosts decay at quantum end, so a ready
+    /// thread waits at most one quantum (noticed at the next clock tick) per other thread.
+    /// Weights are ignored by the root scheduler.
+    fn starvation_bound(&self, view: &super::SchedView) -> Option<SimDuration> {
+        let turn = self.quantum + self.clock_interval;
+        let n = view.tasks.len() as u64 * (self.wake_boost as u64 + 1);
+        Some(SimDuration(
+            turn.ns()
+                .saturating_mul(n)
+                .saturating_add(super::STARVATION_SLACK.ns()),
+        ))
     }
 }

@@ -107,7 +107,9 @@ impl<'a> SchedCtx<'a> {
     }
     #[inline]
     pub fn allowed(&self, task: TaskId, cpu: CpuId) -> bool {
-        self.view.tasks[task as usize].affinity.contains(cpu as usize)
+        self.view.tasks[task as usize]
+            .affinity
+            .contains(cpu as usize)
     }
     pub fn ncpus(&self) -> usize {
         self.view.cpu_curr.len()
@@ -140,7 +142,8 @@ pub trait Scheduler {
     fn init(&mut self, ctx: &mut SchedCtx);
     fn wake(&mut self, ctx: &mut SchedCtx, task: TaskId);
     fn block(&mut self, ctx: &mut SchedCtx, cpu: CpuId, task: TaskId);
-    fn pick_next(&mut self, ctx: &mut SchedCtx, cpu: CpuId, prev: Option<TaskId>) -> Option<TaskId>;
+    fn pick_next(&mut self, ctx: &mut SchedCtx, cpu: CpuId, prev: Option<TaskId>)
+        -> Option<TaskId>;
     fn timer(&mut self, ctx: &mut SchedCtx, cpu: CpuId);
     fn global_timer(&mut self, _ctx: &mut SchedCtx) {}
     /// Directed yield. Schedulers without it fail every request (returns 0 in Linux terms).
@@ -149,6 +152,43 @@ pub trait Scheduler {
     }
     /// Counters, one per decision branch, as (name, value) in a fixed order.
     fn counters(&self) -> Vec<(&'static str, u64)>;
+    /// The longest a runnable task may wait without running under this scheduler on this
+    /// host, for `--check-invariants` (None: no bound is promised, e.g. strict priorities).
+    /// Asked once, after `init`.
+    fn starvation_bound(&self, _view: &SchedView) -> Option<SimDuration> {
+        None
+    }
+    /// Scheduler-specific invariants (e.g. pools, gangs), checked after every event when
+    /// invariant checking is on. Returns what is violated.
+    fn check(&self, _view: &SchedView) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// Slack added to every starvation bound: load balancing, wake-up placement and switch
+/// costs delay a task by a few milliseconds beyond its queue's round.
+pub const STARVATION_SLACK: SimDuration = SimDuration::from_ms(100);
+
+/// A generous starvation bound for a proportional-share scheduler whose longest turn is
+/// `turn`: every other task on the host takes at most one turn, stretched by the largest
+/// ratio of per-task shares (weights, and a VM's weight split over its vCPUs).
+pub fn proportional_share_bound(view: &SchedView, turn: SimDuration) -> SimDuration {
+    let n = view.tasks.len() as u64;
+    let (wmin, wmax) = view.tasks.iter().fold((u64::MAX, 1u64), |(lo, hi), t| {
+        (lo.min(t.weight as u64), hi.max(t.weight as u64))
+    });
+    let mut per_vm = vec![0u64; view.nvms as usize];
+    for t in &view.tasks {
+        per_vm[t.vm as usize] += 1;
+    }
+    let widest_vm = per_vm.into_iter().max().unwrap_or(1).max(1);
+    let stretch = (wmax / wmin.max(1)).max(1).saturating_mul(widest_vm);
+    SimDuration(
+        turn.ns()
+            .saturating_mul(n)
+            .saturating_mul(stretch)
+            .saturating_add(STARVATION_SLACK.ns()),
+    )
 }
 
 /// Declares counters as a fixed array indexed by an enum-like set of constants.
@@ -160,14 +200,21 @@ pub struct Counters<const N: usize> {
 
 impl<const N: usize> Counters<N> {
     pub const fn new(names: [&'static str; N]) -> Self {
-        Counters { names, values: [0; N] }
+        Counters {
+            names,
+            values: [0; N],
+        }
     }
     #[inline]
     pub fn bump(&mut self, i: usize) {
         self.values[i] += 1;
     }
     pub fn list(&self) -> Vec<(&'static str, u64)> {
-        self.names.iter().copied().zip(self.values.iter().copied()).collect()
+        self.names
+            .iter()
+            .copied()
+            .zip(self.values.iter().copied())
+            .collect()
     }
 }
 
@@ -213,7 +260,11 @@ impl<'a> Params<'a> {
         if let Some(v) = self.table.get(name) {
             return v.clone();
         }
-        let info = self.infos.iter().find(|p| p.name == name).expect("undeclared parameter");
+        let info = self
+            .infos
+            .iter()
+            .find(|p| p.name == name)
+            .expect("undeclared parameter");
         match info.kind {
             ParamKind::Duration => toml::Value::String(info.default.to_string()),
             ParamKind::Int => toml::Value::Integer(info.default.parse().expect("bad default")),
@@ -228,11 +279,13 @@ impl<'a> Params<'a> {
     }
     pub fn int(&self, name: &str) -> i64 {
         let v = self.raw(name);
-        v.as_integer().unwrap_or_else(|| v.as_float().unwrap() as i64)
+        v.as_integer()
+            .unwrap_or_else(|| v.as_float().unwrap() as i64)
     }
     pub fn float(&self, name: &str) -> f64 {
         let v = self.raw(name);
-        v.as_float().unwrap_or_else(|| v.as_integer().unwrap() as f64)
+        v.as_float()
+            .unwrap_or_else(|| v.as_integer().unwrap() as f64)
     }
     pub fn bool(&self, name: &str) -> bool {
         self.raw(name).as_bool().unwrap()
@@ -251,10 +304,26 @@ pub struct SchedulerEntry {
 
 /// The registry: one line per scheduler. The order is the order of `vcpulab schedulers`.
 pub const REGISTRY: &[SchedulerEntry] = &[
-    SchedulerEntry { name: "rr", description: rr::DESCRIPTION, params: rr::PARAMS },
-    SchedulerEntry { name: "hyperv-root", description: hyperv_root::DESCRIPTION, params: hyperv_root::PARAMS },
-    SchedulerEntry { name: "cfs", description: cfs::DESCRIPTION, params: cfs::PARAMS },
-    SchedulerEntry { name: "eevdf", description: eevdf::DESCRIPTION, params: eevdf::PARAMS },
+    SchedulerEntry {
+        name: "rr",
+        description: rr::DESCRIPTION,
+        params: rr::PARAMS,
+    },
+    SchedulerEntry {
+        name: "hyperv-root",
+        description: hyperv_root::DESCRIPTION,
+        params: hyperv_root::PARAMS,
+    },
+    SchedulerEntry {
+        name: "cfs",
+        description: cfs::DESCRIPTION,
+        params: cfs::PARAMS,
+    },
+    SchedulerEntry {
+        name: "eevdf",
+        description: eevdf::DESCRIPTION,
+        params: eevdf::PARAMS,
+    },
 ];
 
 /// Builds the scheduler named in a scenario and hands it to `f` with its static type, so
@@ -266,7 +335,10 @@ pub trait WithScheduler {
 
 pub fn with_scheduler<F: WithScheduler>(name: &str, params: &toml::Table, f: F) -> F::Output {
     let entry = find(name).expect("validated scheduler name");
-    let p = Params { table: params, infos: entry.params };
+    let p = Params {
+        table: params,
+        infos: entry.params,
+    };
     match name {
         "rr" => f.call(rr::Rr::new(&p)),
         "hyperv-root" => f.call(hyperv_root::HyperVRoot::new(&p)),
@@ -284,11 +356,16 @@ pub fn find(name: &str) -> Option<&'static SchedulerEntry> {
 pub fn validate_params(name: &str, params: &toml::Table, origin: &str, path: &str) -> Res<()> {
     let Some(entry) = find(name) else {
         let names: Vec<&str> = REGISTRY.iter().map(|e| e.name).collect();
-        let hint = crate::reader::closest(name, &names).map(|c| format!(" (did you mean {c:?}?)")).unwrap_or_default();
+        let hint = crate::reader::closest(name, &names)
+            .map(|c| format!(" (did you mean {c:?}?)"))
+            .unwrap_or_default();
         return Err(ScenarioError::new(
             origin,
             format!("{path}.name"),
-            format!("unknown scheduler {name:?}{hint}; available: {}", names.join(", ")),
+            format!(
+                "unknown scheduler {name:?}{hint}; available: {}",
+                names.join(", ")
+            ),
         ));
     };
     let value = toml::Value::Table(params.clone());
@@ -326,7 +403,14 @@ fn check_param(o: &Owned, info: &ParamInfo) -> Res<()> {
         ParamKind::Choice(allowed) => {
             let v = o.str()?;
             if !allowed.contains(&v) {
-                return o.err(format!("{v:?} is not allowed; allowed: {}", allowed.iter().map(|a| format!("{a:?}")).collect::<Vec<_>>().join(", ")));
+                return o.err(format!(
+                    "{v:?} is not allowed; allowed: {}",
+                    allowed
+                        .iter()
+                        .map(|a| format!("{a:?}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
             }
         }
     }

@@ -24,7 +24,8 @@ use super::{Counters, CpuId, ParamInfo, ParamKind, Params, SchedCtx, Scheduler, 
 use crate::time::SimDuration;
 use std::collections::VecDeque;
 
-pub const DESCRIPTION: &str = "per-pCPU round robin, vCPUs fixed on home pCPUs (template and speed baseline)";
+pub const DESCRIPTION: &str =
+    "per-pCPU round robin, vCPUs fixed on home pCPUs (template and speed baseline)";
 
 pub const PARAMS: &[ParamInfo] = &[ParamInfo {
     name: "slice",
@@ -99,7 +100,12 @@ impl Scheduler for Rr {
     }
 
     #[inline]
-    fn pick_next(&mut self, ctx: &mut SchedCtx, cpu: CpuId, prev: Option<TaskId>) -> Option<TaskId> {
+    fn pick_next(
+        &mut self,
+        ctx: &mut SchedCtx,
+        cpu: CpuId,
+        prev: Option<TaskId>,
+    ) -> Option<TaskId> {
         let rq = &mut self.runqueue[cpu as usize];
         if let Some(p) = prev {
             // Only the slice timer asks us to reschedule a running vCPU.
@@ -131,5 +137,15 @@ impl Scheduler for Rr {
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
         self.counters.list()
+    }
+    /// Weight-blind round robin: each queued task runs within one slice per task ahead.
+    fn starvation_bound(&self, view: &super::SchedView) -> Option<SimDuration> {
+        let n = view.tasks.len() as u64;
+        Some(SimDuration(
+            self.slice
+                .ns()
+                .saturating_mul(n)
+                .saturating_add(super::STARVATION_SLACK.ns()),
+        ))
     }
 }

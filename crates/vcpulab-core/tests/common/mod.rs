@@ -32,5 +32,6 @@ pub fn shipped_toml_files(with_experiments: bool) -> Vec<PathBuf> {
 
 /// Sweep files (a `base` scenario plus axes) are checked by the sweep tests.
 pub fn is_sweep_file(text: &str) -> bool {
-    text.parse::<toml::Table>().is_ok_and(|t| t.contains_key("base"))
+    text.parse::<toml::Table>()
+        .is_ok_and(|t| t.contains_key("base"))
 }
