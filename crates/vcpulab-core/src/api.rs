@@ -209,7 +209,7 @@ pub fn estimate_parts(sc: &Scenario) -> EventEstimate {
                         (m, m)
                     }
                     Op::Lock { hold, .. } => (hold.mean(), hold.mean()),
-                    Op::Io { latency } => (latency.mean(), 0.0),
+                    Op::Io { latency, .. } => (latency.mean(), 0.0),
                     Op::Sleep { duration } => (duration.mean(), 0.0),
                     Op::Ipi { .. } | Op::WaitRequest | Op::Respond => (0.0, 0.0),
                 };

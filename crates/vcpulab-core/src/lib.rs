@@ -9,6 +9,7 @@
 pub mod api;
 pub mod engine;
 pub mod error;
+pub mod ft;
 pub mod kvm;
 pub mod metrics;
 pub mod overrides;

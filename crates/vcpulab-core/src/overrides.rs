@@ -93,7 +93,8 @@ fn walk<'a>(
     Ok(cur)
 }
 
-/// Sets the value at `path`, creating missing tables on the way.
+/// Sets the value at `path`, creating missing tables on the way; an array index one past
+/// the end appends.
 pub fn set(doc: &mut Value, path: &str, value: Value) -> Result<(), String> {
     let segs = parse_path(path)?;
     let (last, parent) = segs.split_last().unwrap();
@@ -101,6 +102,10 @@ pub fn set(doc: &mut Value, path: &str, value: Value) -> Result<(), String> {
     match (last, p) {
         (Seg::Key(k), Value::Table(t)) => {
             t.insert(k.clone(), value);
+        }
+        (Seg::Index(n), Value::Array(a)) if *n == a.len() => {
+            // One past the end appends (e.g. adding a workload to a VM).
+            a.push(value);
         }
         (Seg::Index(n), Value::Array(a)) => {
             let len = a.len();

@@ -30,6 +30,29 @@ pub struct Scenario {
     /// KVM behaviour (pause-loop exiting, the papers' fixes); None: no PLE.
     pub kvm: Option<crate::kvm::KvmSpec>,
     pub vms: Vec<VmSpec>,
+    /// Host threads that are not vCPUs (QEMU I/O threads, replication helpers, ...).
+    pub host_threads: Vec<HostThreadSpec>,
+}
+
+/// A host thread scheduled by the host scheduler beside the vCPUs (`[[host_thread]]`).
+#[derive(Clone, Debug)]
+pub struct HostThreadSpec {
+    pub name: String,
+    /// Index of the owning VM (its cgroup under group scheduling); None: a host-wide
+    /// kernel thread.
+    pub vm: Option<u32>,
+    /// taskset mask; None: every pCPU not in `isolcpus`.
+    pub affinity: Option<CpuSet>,
+    pub weight: u32,
+    pub body: HostThreadBody,
+}
+
+#[derive(Clone, Debug)]
+pub enum HostThreadBody {
+    /// Loops over a workload like a guest thread (compute, sleep, io only).
+    Workload(WorkloadSpec),
+    /// Serves the owner VM's I/O events (see `crate::ft`).
+    Helper(crate::ft::HelperSpec),
 }
 
 #[derive(Clone, Debug)]
@@ -46,6 +69,9 @@ pub struct HostSpec {
     /// Throughput of a core with all its SMT threads busy, relative to one thread alone.
     pub smt_throughput: f64,
     pub costs: Costs,
+    /// Linux `isolcpus=`: pCPUs removed from the default affinity of every vCPU and host
+    /// thread that does not name them in its own affinity.
+    pub isolcpus: Option<CpuSet>,
 }
 
 #[derive(Clone, Debug)]
@@ -55,6 +81,9 @@ pub struct Costs {
     /// Cache refill paid by a vCPU that runs on a different pCPU than last time, by
     /// distance: SMT sibling, same socket, other socket, other NUMA node.
     pub migration: [SimDuration; 4],
+    /// An inter-processor interrupt: paid when a host thread on one pCPU wakes or
+    /// interrupts a vCPU (or thread) that last ran on another.
+    pub ipi: SimDuration,
 }
 
 impl Default for Costs {
@@ -73,6 +102,10 @@ impl Default for Costs {
                 SimDuration::from_us(25),
                 SimDuration::from_us(50),
             ],
+            // Sending the IPI, the target leaving idle or guest mode, and the interrupt
+            // entry: ~2 us on Westmere/Skylake-era servers (KVM posted-interrupt-less
+            // delivery; measured figures for cross-core wake-ups are 2-5 us).
+            ipi: SimDuration::from_us(2),
         }
     }
 }
@@ -88,6 +121,14 @@ impl HostSpec {
     }
     pub fn ncpus(&self) -> usize {
         (self.sockets * self.cores_per_socket * self.threads_per_core) as usize
+    }
+    /// The affinity of an entity that names none: every pCPU not isolated.
+    pub fn default_affinity(&self) -> CpuSet {
+        let full = CpuSet::full(self.ncpus());
+        match &self.isolcpus {
+            Some(iso) => full.subtract(iso),
+            None => full,
+        }
     }
 }
 
@@ -208,6 +249,18 @@ impl Scenario {
             .get("kvm")
             .map(|k| k.table().and_then(|t| crate::kvm::parse_kvm(&t)))
             .transpose()?;
+        let mut host_threads: Vec<HostThreadSpec> = Vec::new();
+        if let Some(items) = root.get("host_thread") {
+            for item in items.array()? {
+                let ht = parse_host_thread(&item, ncpus, &vms, &host_threads)?;
+                host_threads.push(ht);
+            }
+        }
+        if let Some(iso) = &host.isolcpus {
+            if host.default_affinity().is_empty() {
+                return root.err("host.isolcpus", format!("isolates every pCPU ({iso}); leave at least one for the rest"));
+            }
+        }
         root.finish(&[
             "name",
             "description",
@@ -218,6 +271,7 @@ impl Scenario {
             "scheduler",
             "kvm",
             "vm",
+            "host_thread",
         ])?;
         Ok(Scenario {
             origin: origin.to_string(),
@@ -233,6 +287,7 @@ impl Scenario {
             },
             kvm,
             vms,
+            host_threads,
         })
     }
 }
@@ -277,6 +332,9 @@ fn parse_host(t: &Table) -> Res<HostSpec> {
         if let Some(d) = ct.opt_duration("context_switch")? {
             costs.context_switch = d;
         }
+        if let Some(d) = ct.opt_duration("ipi")? {
+            costs.ipi = d;
+        }
         if let Some(m) = ct.get("migration") {
             let mt = m.table()?;
             for (i, key) in ["smt_sibling", "same_socket", "other_socket", "other_numa"]
@@ -289,8 +347,9 @@ fn parse_host(t: &Table) -> Res<HostSpec> {
             }
             mt.finish(&["smt_sibling", "same_socket", "other_socket", "other_numa"])?;
         }
-        ct.finish(&["context_switch", "migration"])?;
+        ct.finish(&["context_switch", "migration", "ipi"])?;
     }
+    let isolcpus = t.get("isolcpus").map(|o| parse_affinity(&o, n as usize)).transpose()?;
     t.finish(&[
         "sockets",
         "cores_per_socket",
@@ -300,6 +359,7 @@ fn parse_host(t: &Table) -> Res<HostSpec> {
         "turbo_ghz",
         "smt_throughput",
         "costs",
+        "isolcpus",
     ])?;
     Ok(HostSpec {
         sockets,
@@ -310,7 +370,63 @@ fn parse_host(t: &Table) -> Res<HostSpec> {
         turbo_ghz: turbo,
         smt_throughput,
         costs,
+        isolcpus,
     })
+}
+
+fn parse_host_thread(item: &Owned, ncpus: usize, vms: &[VmSpec], earlier: &[HostThreadSpec]) -> Res<HostThreadSpec> {
+    let t = item.table()?;
+    let name = t.req("name")?.str()?.to_string();
+    if name.is_empty() || name.contains(|c: char| c.is_whitespace() || c == '.' || c == '[') {
+        return t.err("name", format!("{name:?} is not a valid thread name: use letters, digits, '-' or '_'"));
+    }
+    if earlier.iter().any(|h| h.name == name) {
+        return t.err("name", format!("duplicate host thread name {name:?}; names must be unique"));
+    }
+    let vm = match t.opt_str("vm")? {
+        None => None,
+        Some(v) => match vms.iter().position(|x| x.name == v) {
+            Some(i) => Some(i as u32),
+            None => {
+                let names: Vec<&str> = vms.iter().map(|x| x.name.as_str()).collect();
+                return t.err("vm", format!("no VM named {v:?}; VMs: {}", names.join(", ")));
+            }
+        },
+    };
+    let affinity = t.get("affinity").map(|o| parse_affinity(&o, ncpus)).transpose()?;
+    let weight = t.opt_u64("weight", 1, 65_535)?.unwrap_or(256) as u32;
+    let body = match (t.get("workload"), t.get("helper")) {
+        (Some(_), Some(_)) => return t.err("helper", "give either workload or helper, not both"),
+        (None, None) => return t.err("workload", "a host thread needs a workload = { kind = ... } or a helper = \"kemari\" | \"drbd\""),
+        (Some(w), None) => {
+            let mut locks = Vec::new();
+            let spec = workload::parse_workload(&w, &mut locks, LockKind::Ticket, 1)?;
+            if spec.threads != 1 {
+                return w.err(format!("a host thread runs one thread; got threads = {}", spec.threads));
+            }
+            if let Some(bad) = spec.ops.iter().find(|o| !matches!(o, workload::Op::Compute { .. } | workload::Op::Sleep { .. } | workload::Op::Io { .. })) {
+                return w.err(format!("host threads run compute, sleep and io operations only; {bad:?} needs a guest"));
+            }
+            if spec.arrivals.is_some() {
+                return w.err("host threads take no arrivals");
+            }
+            HostThreadBody::Workload(spec)
+        }
+        (None, Some(h)) => {
+            let Some(owner) = vm else {
+                return t.err("vm", "a helper thread serves a VM: name it with vm = \"...\"");
+            };
+            let spec = crate::ft::parse_helper(&t, &h)?;
+            if earlier.iter().any(|o| o.vm == Some(owner) && matches!(&o.body, HostThreadBody::Helper(x) if x.kind() == spec.kind())) {
+                return t.err("helper", format!("VM {:?} already has a {} helper", vms[owner as usize].name, spec.kind()));
+            }
+            HostThreadBody::Helper(spec)
+        }
+    };
+    let mut allowed = vec!["name", "vm", "affinity", "weight", "workload", "helper"];
+    allowed.extend_from_slice(crate::ft::HELPER_KEYS);
+    t.finish(&allowed)?;
+    Ok(HostThreadSpec { name, vm, affinity, weight, body })
 }
 
 fn parse_affinity(o: &Owned, ncpus: usize) -> Res<CpuSet> {

@@ -22,8 +22,36 @@ pub struct Summary {
     pub fairness: FairnessSummary,
     /// One counter per decision branch of the scheduler, in its declared order.
     #[serde(serialize_with = "pairs_as_map")]
-    pub scheduler_counters: Vec<(String, u64)>,
+        pub scheduler_counters: Vec<(String, u64)>,
     pub event_counts: EventCounts,
+    /// Host threads that are not vCPUs (absent when the scenario declares none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub host_threads: Vec<HostThreadSummary>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct HostThreadSummary {
+    pub name: String,
+    /// The owning VM, if any.
+    pub vm: Option<String>,
+    /// `kemari`, `drbd`, or null for a workload thread.
+    pub helper: Option<String>,
+    pub cpu_time_s: f64,
+    pub wait_time_s: f64,
+    pub migrations: MigrationSummary,
+    /// Helper jobs completed (syncs, replicated writes).
+    pub jobs: Option<u64>,
+    /// Submission to completion of a job.
+    pub job_latency_ms: Option<LatencySummary>,
+}
+
+/// Software fault tolerance of a VM (present when it has a Kemari helper).
+#[derive(Clone, Debug, Serialize)]
+pub struct FtSummary {
+    /// Kemari synchronisations (one per guest I/O event).
+    pub syncs: u64,
+    /// Time the VM was stopped for them.
+    pub paused_time_s: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -47,8 +75,10 @@ pub struct VmSummary {
     pub workloads: Vec<WorkloadSummary>,
     /// Pause-loop exits and directed yields (null when the scenario has no [kvm]).
     pub ple: Option<PleSummary>,
-    /// Time figures per vCPU.
+        /// Time figures per vCPU.
     pub vcpus: Vec<VcpuSummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ft: Option<FtSummary>,
 }
 
 #[derive(Clone, Debug, Serialize)]

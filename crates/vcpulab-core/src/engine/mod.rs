@@ -28,7 +28,7 @@ use crate::error::SimError;
 use crate::kvm::{grow_window, KvmSpec, Vendor};
 use crate::metrics::{jain, Histogram};
 use crate::rng::Rng;
-use crate::scenario::{LockKind, Scenario};
+use crate::scenario::{HostThreadBody, LockKind, Scenario};
 use crate::sched::{
     CpuId, RunState, SchedCtx, SchedOut, SchedView, Scheduler, TaskId, TaskInfo, YieldRequest,
     YieldResult,
@@ -103,14 +103,18 @@ enum RtOp {
     Ipi {
         targets: IpiTargets,
     },
-    Io {
-        latency: Dist,
-    },
-    Sleep {
-        duration: Dist,
-    },
+        Io { latency: Dist, write_bytes: u64 },
+    Sleep { duration: Dist },
     WaitRequest,
     Respond,
+    /// Helper threads (see `crate::ft`): take the next job or block.
+    HelperWait,
+    /// Burn the CPU work of the current job.
+    HelperWork,
+    /// Wait for the network transfer and the secondary's acknowledgement.
+    HelperNet,
+    /// Complete the job (resume the VM, release or complete the guest's I/O).
+    HelperDone,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -160,8 +164,41 @@ struct WorkloadRt {
     rng: Rng,
     queue: VecDeque<SimTime>,
     waiting: VecDeque<ThreadId>,
-    completed: u64,
+        completed: u64,
     latency: Histogram,
+    rt: bool,
+    dirty_bytes_per_ns: f64,
+    /// The helper this workload drives (NONE for ordinary workloads).
+    helper: u32,
+}
+
+/// One unit of helper work: a Kemari sync or a DRBD replication.
+#[derive(Clone, Copy, Debug)]
+struct Job {
+    /// The guest thread whose I/O caused it.
+    guest_thread: ThreadId,
+    enqueued: SimTime,
+    /// Kemari: memory dirtied since the last sync; DRBD: the write's size.
+    bytes: f64,
+    /// Local disk latency of the held I/O (ns), started when Kemari releases it.
+    io_ns: u64,
+    write_bytes: u64,
+    /// DRBD: when the local disk write completes.
+    local_done: SimTime,
+}
+
+struct HelperRt {
+    spec: crate::ft::HelperSpec,
+    vm: u32,
+    thread: ThreadId,
+    task: TaskId,
+    jobs: VecDeque<Job>,
+    cur: Option<Job>,
+    /// Blocked in HelperWait (a submitted job must wake it).
+    waiting: bool,
+    /// Submission to completion, per job.
+    job_latency: Histogram,
+    jobs_done: u64,
 }
 
 #[derive(Clone, Default)]
@@ -201,6 +238,28 @@ struct Task {
     pending_acks: Vec<ThreadId>,
     c: TaskCounters,
     kv: KvmTask,
+}
+
+impl Task {
+    fn new(vm: u32, ple_window: u64) -> Task {
+        Task {
+            vm,
+            state_since: SimTime::ZERO,
+            run_since: SimTime::ZERO,
+            last_cpu: NONE,
+            executing: false,
+            overhead_end: SimTime::ZERO,
+            progress_from: SimTime::ZERO,
+            spin_since: None,
+            runnable_since: SimTime::ZERO,
+            cur: NONE,
+            slice_start: SimTime::ZERO,
+            local: VecDeque::new(),
+            pending_acks: Vec::new(),
+            c: TaskCounters::default(),
+            kv: KvmTask { window: ple_window, ..Default::default() },
+        }
+    }
 }
 
 /// Per-vCPU state of the KVM layer (see `crate::kvm`).
@@ -308,6 +367,25 @@ struct State {
     boost_to_run: Vec<Histogram>,
     /// Spinners that left the PLE handler; their spin-loop flags clear if still running.
     spin_loop_exits: Vec<TaskId>,
+        /// Tasks 0..n_vcpu_tasks are vCPUs; the rest are host threads.
+    n_vcpu_tasks: u32,
+    /// Workloads 0..n_vm_workloads belong to VMs; the rest to host threads.
+    n_vm_workloads: u32,
+    helpers: Vec<HelperRt>,
+    /// Per VM: its Kemari and DRBD helper ids (NONE if none).
+    vm_kemari: Vec<u32>,
+    vm_drbd: Vec<u32>,
+    /// Per VM: stopped by a Kemari sync, since when, and totals.
+    vm_paused: Vec<bool>,
+    vm_paused_since: Vec<SimTime>,
+    vm_paused_ns: Vec<u64>,
+    vm_syncs: Vec<u64>,
+    /// Per VM: guest memory dirtied since the last sync (bytes).
+    vm_dirty: Vec<f64>,
+    /// Per task: its affinity was defaulted (so it must avoid isolated pCPUs).
+    default_affinity: Vec<bool>,
+    isolcpus: Option<CpuSet>,
+    costs_ipi: SimDuration,
     /// The scheduler's promise for `--check-invariants` (asked after init).
     starvation_bound: Option<SimDuration>,
     /// Metrics count from here (0, or the end of the warm-up).
@@ -335,7 +413,8 @@ impl<S: Scheduler> Sim<S> {
         let mut locks = Vec::new();
         let (mut vm_lock_base, mut vm_task_base, mut vm_vcpus, mut vm_timeslice) =
             (vec![], vec![], vec![], vec![]);
-        let mut vm_workload_base = vec![];
+                let mut vm_workload_base = vec![];
+        let mut default_affinity: Vec<bool> = Vec::new();
         for (vi, vm) in sc.vms.iter().enumerate() {
             vm_workload_base.push(workloads.len() as u32);
             vm_task_base.push(tasks.len() as u32);
@@ -361,35 +440,17 @@ impl<S: Scheduler> Sim<S> {
                 }
             }
             for i in 0..vm.vcpus {
+                                default_affinity.push(vm.affinity[i as usize].is_none());
                 let affinity = vm.affinity[i as usize]
                     .clone()
-                    .unwrap_or_else(|| CpuSet::full(ncpus));
+                    .unwrap_or_else(|| sc.host.default_affinity());
                 tasks_info.push(TaskInfo {
                     vm: vi as u32,
                     index: i,
                     affinity,
                     weight: vm.weight,
                 });
-                tasks.push(Task {
-                    vm: vi as u32,
-                    state_since: SimTime::ZERO,
-                    run_since: SimTime::ZERO,
-                    last_cpu: NONE,
-                    executing: false,
-                    overhead_end: SimTime::ZERO,
-                    progress_from: SimTime::ZERO,
-                    spin_since: None,
-                    runnable_since: SimTime::ZERO,
-                    cur: NONE,
-                    slice_start: SimTime::ZERO,
-                    local: VecDeque::new(),
-                    pending_acks: Vec::new(),
-                    c: TaskCounters::default(),
-                    kv: KvmTask {
-                        window: sc.kvm.as_ref().map_or(0, |k| k.ple_window),
-                        ..Default::default()
-                    },
-                });
+                                tasks.push(Task::new(vi as u32, sc.kvm.as_ref().map_or(0, |k| k.ple_window)));
             }
             let mut k = 0u32;
             for (wi, w) in vm.workloads.iter().enumerate() {
@@ -417,8 +478,9 @@ impl<S: Scheduler> Sim<S> {
                         Op::Ipi { targets } => RtOp::Ipi {
                             targets: targets.clone(),
                         },
-                        Op::Io { latency } => RtOp::Io {
+                                                Op::Io { latency, write_bytes } => RtOp::Io {
                             latency: latency.clone(),
+                            write_bytes: *write_bytes,
                         },
                         Op::Sleep { duration } => RtOp::Sleep {
                             duration: duration.clone(),
@@ -436,8 +498,11 @@ impl<S: Scheduler> Sim<S> {
                     rng: Rng::derive(seed, &["vm", &vm.name, "workload", &wis, "arrivals"]),
                     queue: VecDeque::new(),
                     waiting: VecDeque::new(),
-                    completed: 0,
+                                        completed: 0,
                     latency: Histogram::default(),
+                    rt: w.rt,
+                    dirty_bytes_per_ns: w.dirty_bytes_per_ns,
+                    helper: NONE,
                 });
                 for ti in 0..w.threads {
                     let task = vm_task_base[vi] + (k % vm.vcpus);
@@ -461,8 +526,92 @@ impl<S: Scheduler> Sim<S> {
                 }
             }
         }
+                let n_vcpu_tasks = tasks.len() as u32;
+        let n_vm_workloads = workloads.len() as u32;
+        let nvms = sc.vms.len();
+        let mut helpers: Vec<HelperRt> = Vec::new();
+        let (mut vm_kemari, mut vm_drbd) = (vec![NONE; nvms], vec![NONE; nvms]);
+        // Host threads: one task and one thread each. Unowned ones form their own group
+        // (VM id nvms) for schedulers that group by VM.
+        for (hi, h) in sc.host_threads.iter().enumerate() {
+            let owner = h.vm.unwrap_or(nvms as u32);
+            let task = tasks.len() as u32;
+            default_affinity.push(h.affinity.is_none());
+            tasks_info.push(TaskInfo {
+                vm: owner,
+                index: hi as u32,
+                affinity: h.affinity.clone().unwrap_or_else(|| sc.host.default_affinity()),
+                weight: h.weight,
+            });
+            tasks.push(Task::new(owner, 0));
+            let wid = workloads.len() as u32;
+            let tid = threads.len() as u32;
+            let (ops, helper) = match &h.body {
+                HostThreadBody::Workload(w) => (
+                    w.ops
+                        .iter()
+                        .filter_map(|op| match op {
+                            Op::Compute { work, mode } => Some(RtOp::Compute { work: work.base_ns(sc.host.base_ghz), mode: *mode }),
+                            Op::Sleep { duration } => Some(RtOp::Sleep { duration: duration.clone() }),
+                            Op::Io { latency, .. } => Some(RtOp::Io { latency: latency.clone(), write_bytes: 0 }),
+                            _ => None, // refused by the parser
+                        })
+                        .collect(),
+                    NONE,
+                ),
+                HostThreadBody::Helper(spec) => {
+                    let id = helpers.len() as u32;
+                    match spec {
+                        crate::ft::HelperSpec::Kemari { .. } => vm_kemari[owner as usize] = id,
+                        crate::ft::HelperSpec::Drbd { .. } => vm_drbd[owner as usize] = id,
+                    }
+                    helpers.push(HelperRt {
+                        spec: spec.clone(),
+                        vm: owner,
+                        thread: tid,
+                        task,
+                        jobs: VecDeque::new(),
+                        cur: None,
+                        waiting: true,
+                        job_latency: Histogram::default(),
+                        jobs_done: 0,
+                    });
+                    (vec![RtOp::HelperWait, RtOp::HelperWork, RtOp::HelperNet, RtOp::HelperDone], id)
+                }
+            };
+            workloads.push(WorkloadRt {
+                vm: owner,
+                ops,
+                counts_requests: false,
+                arrivals: None,
+                rng: Rng::derive(seed, &["host_thread", &h.name, "arrivals"]),
+                queue: VecDeque::new(),
+                waiting: VecDeque::new(),
+                completed: 0,
+                latency: Histogram::default(),
+                rt: false,
+                dirty_bytes_per_ns: 0.0,
+                helper,
+            });
+            threads.push(Thread {
+                task,
+                workload: wid,
+                index_in_workload: 0,
+                pc: 0,
+                state: if helper == NONE { ThState::Ready } else { ThState::Blocked },
+                rng: Rng::derive(seed, &["host_thread", &h.name, "thread"]),
+                request: None,
+                last_loop_at: SimTime(u64::MAX),
+                zero_time_loops: 0,
+            });
+            if helper == NONE {
+                tasks[task as usize].local.push_back(tid);
+            }
+        }
+        let any_unowned = sc.host_threads.iter().any(|h| h.vm.is_none());
         let ntasks = tasks.len();
         let turbo = sc.host.turbo_ghz.clone();
+
         let distinct_clock = turbo.iter().any(|g| *g != sc.host.base_ghz);
         let smt_active = sc.host.threads_per_core > 1
             && sc.host.smt_throughput != sc.host.threads_per_core as f64;
@@ -470,7 +619,7 @@ impl<S: Scheduler> Sim<S> {
             cpu_curr: vec![None; ncpus],
             state: vec![RunState::Halted; ntasks],
             tasks: tasks_info,
-            nvms: sc.vms.len() as u32,
+                        nvms: sc.vms.len() as u32 + any_unowned as u32,
             topo: topo.clone(),
         };
         let out = SchedOut {
@@ -538,8 +687,21 @@ impl<S: Scheduler> Sim<S> {
             streaks: vec![BTreeMap::new(); sc.vms.len()],
             boost_to_run: vec![Histogram::default(); sc.vms.len()],
             spin_loop_exits: Vec::new(),
-            starvation_bound: None,
+                        starvation_bound: None,
             metrics_since: SimTime::ZERO,
+            n_vcpu_tasks,
+            n_vm_workloads,
+            helpers,
+            vm_kemari,
+            vm_drbd,
+            vm_paused: vec![false; nvms],
+            vm_paused_since: vec![SimTime::ZERO; nvms],
+            vm_paused_ns: vec![0; nvms],
+            vm_syncs: vec![0; nvms],
+            vm_dirty: vec![0.0; nvms],
+            default_affinity,
+            isolcpus: sc.host.isolcpus.clone(),
+            costs_ipi: sc.host.costs.ipi,
         };
         Sim {
             sched,
@@ -580,6 +742,11 @@ impl<S: Scheduler> Sim<S> {
                     let at = SimTime(rng.below(vm.start_jitter.ns()));
                     self.st.q.push(at, EventKind::TaskStart { task: t });
                 }
+            }
+        }
+                for t in self.st.n_vcpu_tasks..self.st.tasks.len() as u32 {
+            if !self.st.tasks[t as usize].local.is_empty() {
+                self.make_runnable(t);
             }
         }
         for w in 0..self.st.workloads.len() {
@@ -633,7 +800,7 @@ impl<S: Scheduler> Sim<S> {
                 }
                 EventKind::TaskStart { task } => {
                     // An IPI may already have woken it.
-                    if self.view.state[task as usize] == RunState::Halted {
+                                        if self.view.state[task as usize] == RunState::Halted && !self.vcpu_paused(task) {
                         self.make_runnable(task);
                     }
                 }
@@ -1156,8 +1323,13 @@ impl<S: Scheduler> Sim<S> {
     }
 
     /// Runs the executing task's guest threads until one needs time, spins, or all block.
-    fn run_guest(&mut self, t: TaskId) {
+        fn run_guest(&mut self, t: TaskId) {
         loop {
+            if self.vcpu_paused(t) {
+                // Stopped by a Kemari sync: the vCPU thread sleeps until the VM resumes.
+                self.halt(t);
+                return;
+            }
             let task = &mut self.st.tasks[t as usize];
             if task.cur == NONE {
                 match task.local.pop_front() {
@@ -1262,12 +1434,16 @@ impl<S: Scheduler> Sim<S> {
                     th.zero_time_loops += 1;
                     if th.zero_time_loops > MAX_ZERO_TIME_LOOPS {
                         th.state = ThState::Blocked;
-                        let vm = self.st.workloads[w].vm as usize;
-                        let local = w - self.st.vm_workload_base[vm] as usize;
-                        let name = self.st.vm_names[vm].clone();
-                        self.fail(format!(
-                            "a thread of vm[{vm}] ({name:?}), workload[{local}], completed {MAX_ZERO_TIME_LOOPS} loops without time passing: its operations take no time"
-                        ));
+                                                let vm = self.st.workloads[w].vm as usize;
+                        let msg = if w >= self.st.n_vm_workloads as usize {
+                            let hi = w - self.st.n_vm_workloads as usize;
+                            format!("host_thread[{hi}] completed {MAX_ZERO_TIME_LOOPS} loops without time passing: its operations take no time")
+                        } else {
+                            let local = w - self.st.vm_workload_base[vm] as usize;
+                            let name = self.st.vm_names[vm].clone();
+                            format!("a thread of vm[{vm}] ({name:?}), workload[{local}], completed {MAX_ZERO_TIME_LOOPS} loops without time passing: its operations take no time")
+                        };
+                        self.fail(msg);
                         return false;
                     }
                 } else {
@@ -1282,8 +1458,13 @@ impl<S: Scheduler> Sim<S> {
             let th = &mut self.st.threads[id as usize];
             let op = &self.st.workloads[w].ops[th.pc as usize];
             match op {
-                RtOp::Compute { work, mode } => {
+                                RtOp::Compute { work, mode } => {
                     let x = work.sample(&mut th.rng);
+                    let wl = &self.st.workloads[w];
+                    if wl.dirty_bytes_per_ns > 0.0 {
+                        // Dirtied as the compute starts (Kemari snapshots at sync time).
+                        self.st.vm_dirty[wl.vm as usize] += x * wl.dirty_bytes_per_ns;
+                    }
                     if x > WORK_EPSILON {
                         th.state = ThState::Compute {
                             remaining: x,
@@ -1330,7 +1511,24 @@ impl<S: Scheduler> Sim<S> {
                         return true;
                     }
                 }
-                RtOp::Io { latency: d } | RtOp::Sleep { duration: d } => {
+                                RtOp::Io { latency, write_bytes } => {
+                    let x = latency.sample(&mut th.rng).round() as u64;
+                    let write_bytes = *write_bytes;
+                    th.state = ThState::Blocked;
+                    th.pc += 1;
+                    let guest = th.task < self.st.n_vcpu_tasks;
+                    let vm = self.st.workloads[w].vm as usize;
+                    if guest && self.st.vm_kemari[vm] != NONE {
+                        self.ft_start_sync(vm, id, x, write_bytes);
+                    } else if guest && write_bytes > 0 && self.st.vm_drbd[vm] != NONE {
+                        let from_cpu = self.st.tasks[self.st.threads[id as usize].task as usize].last_cpu;
+                        self.ft_replicate(vm, id, now + SimDuration(x), write_bytes, from_cpu);
+                    } else {
+                        self.st.q.push(now + SimDuration(x), EventKind::ThreadWake { thread: id });
+                    }
+                    return false;
+                }
+                RtOp::Sleep { duration: d } => {
                     let x = d.sample(&mut th.rng);
                     th.state = ThState::Blocked;
                     th.pc += 1;
@@ -1339,6 +1537,46 @@ impl<S: Scheduler> Sim<S> {
                         EventKind::ThreadWake { thread: id },
                     );
                     return false;
+                }
+                RtOp::HelperWait => {
+                    let h = self.st.workloads[w].helper as usize;
+                    let helper = &mut self.st.helpers[h];
+                    match helper.jobs.pop_front() {
+                        Some(job) => {
+                            helper.cur = Some(job);
+                            th.pc += 1;
+                        }
+                        None => {
+                            helper.waiting = true;
+                            th.state = ThState::Blocked;
+                            return false;
+                        }
+                    }
+                }
+                                RtOp::HelperWork => {
+                    let h = self.st.workloads[w].helper as usize;
+                    let work = self.ft_job_cpu(h);
+                    // As for Compute: the pc advances when the work completes.
+                    if work <= WORK_EPSILON {
+                        self.st.threads[id as usize].pc += 1;
+                    } else {
+                        self.st.threads[id as usize].state = ThState::Compute { remaining: work, mode: Mode::Kernel, release: NONE };
+                        return true;
+                    }
+                }
+                RtOp::HelperNet => {
+                    th.pc += 1;
+                    th.state = ThState::Blocked;
+                    let h = &self.st.helpers[self.st.workloads[w].helper as usize];
+                    let job = h.cur.expect("helper job");
+                    let d = h.spec.transfer(job.bytes);
+                    self.st.q.push(now + d, EventKind::ThreadWake { thread: id });
+                    return false;
+                }
+                RtOp::HelperDone => {
+                    th.pc += 1;
+                    let h = self.st.workloads[w].helper as usize;
+                    self.ft_job_done(h);
                 }
                 RtOp::WaitRequest => {
                     let wl = &mut self.st.workloads[w];
@@ -1594,15 +1832,49 @@ impl<S: Scheduler> Sim<S> {
 
     /// A guest thread became runnable (I/O done, timer, request): queue it on its vCPU and
     /// interrupt the vCPU if it is halted.
-    fn make_thread_ready(&mut self, id: ThreadId) {
+        fn make_thread_ready(&mut self, id: ThreadId) {
         let t = self.st.threads[id as usize].task;
+        if self.st.workloads[self.st.threads[id as usize].workload as usize].rt {
+            self.make_rt_thread_ready(id, t);
+            return;
+        }
         self.st.tasks[t as usize].local.push_back(id);
         match self.view.state[t as usize] {
+            RunState::Halted if self.vcpu_paused(t) => {}
             RunState::Halted => self.make_runnable(t),
             RunState::Running(_) if self.st.tasks[t as usize].executing => {
                 // A second runnable thread may start the guest time slice.
                 self.settle(t);
                 self.update_guest_deadline(t);
+            }
+            _ => {}
+        }
+    }
+
+        /// An RT-priority guest thread preempts the vCPU's normal threads at once.
+    fn make_rt_thread_ready(&mut self, id: ThreadId, t: TaskId) {
+        let cur = self.st.tasks[t as usize].cur;
+        let preempt = cur != NONE && !self.st.workloads[self.st.threads[cur as usize].workload as usize].rt;
+        let executing = matches!(self.view.state[t as usize], RunState::Running(_)) && self.st.tasks[t as usize].executing;
+        if preempt {
+            if executing {
+                self.settle(t);
+            }
+            let task = &mut self.st.tasks[t as usize];
+            task.local.push_front(cur);
+            task.cur = NONE;
+        }
+        self.st.tasks[t as usize].local.push_front(id);
+        match self.view.state[t as usize] {
+            RunState::Halted if self.vcpu_paused(t) => {}
+            RunState::Halted => self.make_runnable(t),
+            RunState::Running(_) if executing => {
+                if preempt {
+                    self.run_guest(t);
+                } else {
+                    self.settle(t);
+                    self.update_guest_deadline(t);
+                }
             }
             _ => {}
         }
@@ -1669,6 +1941,136 @@ impl<S: Scheduler> Sim<S> {
         }
     }
 
+        // ----------------------------------------------------------------- software FT (crate::ft)
+
+    fn vcpu_paused(&self, t: TaskId) -> bool {
+        t < self.st.n_vcpu_tasks && self.st.vm_paused[self.st.tasks[t as usize].vm as usize]
+    }
+
+    /// A guest I/O event in a VM protected by Kemari: stop the VM, queue a sync.
+    fn ft_start_sync(&mut self, vm: usize, thread: ThreadId, io_ns: u64, write_bytes: u64) {
+        let now = self.st.now;
+        self.st.vm_dirty[vm] += write_bytes as f64;
+        let bytes = std::mem::take(&mut self.st.vm_dirty[vm]);
+        self.st.vm_syncs[vm] += 1;
+        if !self.st.vm_paused[vm] {
+            self.st.vm_paused[vm] = true;
+            self.st.vm_paused_since[vm] = now;
+        }
+        // The VM's other executing vCPUs stop now; the issuing one halts in run_guest, and
+        // one in its switch overhead halts when it would enter the guest.
+        let from = self.st.threads[thread as usize].task;
+        let base = self.st.vm_task_base[vm];
+        for v in base..base + self.st.vm_vcpus[vm] {
+            if v != from && matches!(self.view.state[v as usize], RunState::Running(_)) && self.st.tasks[v as usize].executing {
+                self.settle(v);
+                self.halt(v);
+            }
+        }
+        let job = Job { guest_thread: thread, enqueued: now, bytes, io_ns, write_bytes, local_done: now };
+        let from_cpu = self.st.tasks[from as usize].last_cpu;
+        let h = self.st.vm_kemari[vm] as usize;
+        self.ft_submit(h, job, from_cpu);
+    }
+
+    /// A guest disk write goes to the VM's DRBD helper; it completes at the later of the
+    /// local write (`local_done`) and the replication.
+    fn ft_replicate(&mut self, vm: usize, thread: ThreadId, local_done: SimTime, bytes: u64, from_cpu: u32) {
+        let job = Job { guest_thread: thread, enqueued: self.st.now, bytes: bytes as f64, io_ns: 0, write_bytes: bytes, local_done };
+        let h = self.st.vm_drbd[vm] as usize;
+        self.ft_submit(h, job, from_cpu);
+    }
+
+    /// Queues a job; wakes the helper if it waits (after an IPI if it last ran elsewhere).
+    fn ft_submit(&mut self, h: usize, job: Job, from_cpu: u32) {
+        let helper = &mut self.st.helpers[h];
+        helper.jobs.push_back(job);
+        if !helper.waiting {
+            return;
+        }
+        helper.waiting = false;
+        let (tid, task) = (helper.thread, helper.task);
+        let last = self.st.tasks[task as usize].last_cpu;
+        if last != NONE && from_cpu != NONE && last != from_cpu && self.st.costs_ipi.ns() > 0 {
+            self.st.q.push(self.st.now + self.st.costs_ipi, EventKind::ThreadWake { thread: tid });
+        } else {
+            self.st.threads[tid as usize].state = ThState::Ready;
+            self.make_thread_ready(tid);
+        }
+    }
+
+    /// CPU work (base-clock ns) of the helper's current job, on the pCPU it runs on.
+    fn ft_job_cpu(&self, h: usize) -> f64 {
+        let helper = &self.st.helpers[h];
+        let job = helper.cur.expect("a helper works only on a taken job");
+        let mib = job.bytes / crate::ft::MIB;
+        match helper.spec {
+            crate::ft::HelperSpec::Kemari { sync_cpu, copy_cpu_per_mib, .. } => {
+                // The dirty pages were last written by the vCPU: refill them from its cache.
+                let here = match self.view.state[helper.task as usize] {
+                    RunState::Running(c) => c,
+                    _ => NONE,
+                };
+                let vcpu = self.st.threads[job.guest_thread as usize].task;
+                let there = self.st.tasks[vcpu as usize].last_cpu;
+                let refill = if here == NONE || there == NONE {
+                    0
+                } else {
+                    match self.view.topo.distance(here as usize, there as usize) {
+                        Distance::SameCpu => 0,
+                        d => self.st.costs_migration[d as usize - 1].ns(),
+                    }
+                };
+                sync_cpu.ns() as f64 + mib * (copy_cpu_per_mib.ns() + refill) as f64
+            }
+            crate::ft::HelperSpec::Drbd { cpu_per_write, cpu_per_mib, .. } => cpu_per_write.ns() as f64 + mib * cpu_per_mib.ns() as f64,
+        }
+    }
+
+    /// The helper finished its current job.
+    fn ft_job_done(&mut self, h: usize) {
+        let now = self.st.now;
+        let helper = &mut self.st.helpers[h];
+        let job = helper.cur.take().expect("a helper completes only a taken job");
+        helper.jobs_done += 1;
+        helper.job_latency.record(now.since(job.enqueued).ns());
+        let here = self.st.tasks[helper.task as usize].last_cpu;
+        let vm = helper.vm as usize;
+        let is_kemari = matches!(helper.spec, crate::ft::HelperSpec::Kemari { .. });
+        let ipi = self.st.costs_ipi;
+        let vcpu_of = |st: &State, th: ThreadId| st.tasks[st.threads[th as usize].task as usize].last_cpu;
+        if is_kemari {
+            if self.st.vm_paused[vm] {
+                self.st.vm_paused[vm] = false;
+                self.st.vm_paused_ns[vm] += now.since(self.st.vm_paused_since[vm].max(self.st.metrics_since)).ns();
+            }
+            let base = self.st.vm_task_base[vm];
+            for v in base..base + self.st.vm_vcpus[vm] {
+                let task = &self.st.tasks[v as usize];
+                let has_work = task.cur != NONE || !task.local.is_empty();
+                if self.view.state[v as usize] != RunState::Halted || !has_work {
+                    continue;
+                }
+                if task.last_cpu != here && ipi.ns() > 0 {
+                    self.st.q.push(now + ipi, EventKind::TaskStart { task: v });
+                } else {
+                    self.make_runnable(v);
+                }
+            }
+            // Release the held I/O.
+            let local_done = now + SimDuration(job.io_ns);
+            if job.write_bytes > 0 && self.st.vm_drbd[vm] != NONE {
+                self.ft_replicate(vm, job.guest_thread, local_done, job.write_bytes, here);
+            } else {
+                self.st.q.push(local_done, EventKind::ThreadWake { thread: job.guest_thread });
+            }
+        } else {
+            let cross = vcpu_of(&self.st, job.guest_thread) != here;
+            let at = job.local_done.max(now) + if cross { ipi } else { SimDuration::ZERO };
+            self.st.q.push(at, EventKind::ThreadWake { thread: job.guest_thread });
+        }
+    }
+
     // ----------------------------------------------------------------- checks & metrics
 
     fn check_invariants(&mut self) {
@@ -1695,6 +2097,12 @@ impl<S: Scheduler> Sim<S> {
                     "invariant: pCPU {c} runs task {t} whose state is {:?}",
                     self.view.state[t]
                 ));
+            }
+                        if self.st.default_affinity[t] && self.st.isolcpus.as_ref().is_some_and(|iso| iso.contains(c)) {
+                self.st.error = Some(format!("invariant: task {t} runs on isolated pCPU {c} without naming it in its affinity"));
+            }
+            if self.vcpu_paused(t as TaskId) && self.st.tasks[t].executing {
+                self.st.error = Some(format!("invariant: vCPU task {t} executes guest code while its VM is stopped for a Kemari sync"));
             }
             if !self.view.tasks[t].affinity.contains(c) {
                 self.st.error = Some(format!(
@@ -1779,7 +2187,15 @@ impl<S: Scheduler> Sim<S> {
         for h in &mut self.st.boost_to_run {
             h.clear();
         }
-        self.st.sched_counters_at_warmup = self.sched.counters();
+                self.st.sched_counters_at_warmup = self.sched.counters();
+        for h in &mut self.st.helpers {
+            h.jobs_done = 0;
+            h.job_latency.clear();
+        }
+        for vm in 0..self.st.vm_syncs.len() {
+            self.st.vm_syncs[vm] = 0;
+            self.st.vm_paused_ns[vm] = 0;
+        }
     }
 
     fn summary(&self, sc: &Scenario) -> Summary {
@@ -1857,8 +2273,30 @@ impl<S: Scheduler> Sim<S> {
                     streaks: streak_summary(&self.st.streaks[vi]),
                     boost_to_run_ms: latency_summary(&self.st.boost_to_run[vi]),
                 }),
-                workloads,
+                                workloads,
                 vcpus,
+                ft: (self.st.vm_kemari[vi] != NONE).then(|| FtSummary {
+                    syncs: self.st.vm_syncs[vi],
+                    paused_time_s: s(self.st.vm_paused_ns[vi]
+                        + if self.st.vm_paused[vi] { self.st.end.since(self.st.vm_paused_since[vi].max(self.st.metrics_since)).ns() } else { 0 }),
+                }),
+            });
+        }
+        let mut host_threads = Vec::new();
+        for (hi, h) in sc.host_threads.iter().enumerate() {
+            let t = self.st.n_vcpu_tasks as usize + hi;
+            let c = &self.st.tasks[t].c;
+            let w = &self.st.workloads[self.st.n_vm_workloads as usize + hi]; // one per host thread, in order
+            let helper = (w.helper != NONE).then(|| &self.st.helpers[w.helper as usize]);
+            host_threads.push(HostThreadSummary {
+                name: h.name.clone(),
+                vm: h.vm.map(|v| sc.vms[v as usize].name.clone()),
+                helper: helper.map(|x| x.spec.kind().to_string()),
+                cpu_time_s: s(c.run_ns),
+                wait_time_s: s(c.wait_ns),
+                migrations: MigrationSummary::from(c.migrations),
+                jobs: helper.map(|x| x.jobs_done),
+                job_latency_ms: helper.and_then(|x| latency_summary(&x.job_latency)),
             });
         }
         let busy: u64 = self.st.tasks.iter().map(|t| t.c.run_ns).sum();
@@ -1903,9 +2341,10 @@ impl<S: Scheduler> Sim<S> {
                 global_timers: h.ev_global,
                 op_completions: h.op_completions,
                 scheduler_timers: h.timer_fires,
-                ipis_sent: h.ipis_sent,
+                                ipis_sent: h.ipis_sent,
                 lock_acquisitions: h.lock_acquisitions,
             },
+            host_threads,
         }
     }
 }

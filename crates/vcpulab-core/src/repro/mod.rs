@@ -37,6 +37,11 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         include_str!("../../../../scenarios/reproductions/kvm-ple-short-eevdf/experiment.toml"),
         include_str!("../../../../scenarios/reproductions/kvm-ple-short/scenario.toml"),
     ),
+    (
+        "software-ft",
+        include_str!("../../../../scenarios/reproductions/software-ft/experiment.toml"),
+        include_str!("../../../../scenarios/reproductions/software-ft/scenario.toml"),
+    ),
 ];
 
 #[derive(Clone, Debug, Serialize)]

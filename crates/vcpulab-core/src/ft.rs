@@ -1,0 +1,123 @@
+//! Software fault tolerance: the host-side helper threads of seed 003 (Kemari + DRBD).
+//!
+//! ## The model
+//! A `[[host_thread]]` with `helper = "kemari"` or `helper = "drbd"` serves one VM (its
+//! `vm`). Both are ordinary host threads: the host scheduler runs them beside the vCPUs,
+//! so they compete with vCPUs for pCPUs, honour `affinity` and `isolcpus`, and pay switch
+//! and migration costs like anything else.
+//!
+//! - **Kemari** (QEMU event-tap, kemari-next for QEMU 1.0): every I/O event of the VM (any
+//!   `io` operation of a guest thread) is held, and the VM is stopped: each of its vCPUs
+//!   leaves guest mode and sleeps (a running vCPU halts at once; a queued one halts when
+//!   it is next dispatched). The Kemari thread then synchronises the primary's memory to
+//!   the secondary:
+//!   - CPU work: `sync_cpu` per sync (stopping the VM, reading KVM's dirty log, the
+//!     event-tap bookkeeping) plus `copy_cpu_per_mib` per MiB of memory dirtied since the
+//!     last sync, plus the cache refill of that memory: the pages were last written by the
+//!     vCPU on another pCPU, so each MiB costs the host's migration cost for the distance
+//!     between the vCPU's last pCPU and the Kemari thread's pCPU (`[host.costs.migration]`
+//!     is stated as the refill of ~1 MiB). A Kemari on the vCPU's own core copies from its
+//!     own cache.
+//!   - Transfer: the dirty bytes at `link_gbps`, then `ack_rtt` for the secondary's
+//!     acknowledgement; the thread sleeps meanwhile (no CPU).
+//!   Then the VM resumes (its vCPUs wake) and the held I/O is released.
+//! - **DRBD** (protocol C): each disk write (`io` with `write_kib`) is also sent to the
+//!   secondary: `cpu_per_write` + `cpu_per_mib` of CPU in the DRBD thread, then the bytes
+//!   at `link_gbps` and `ack_rtt`. It runs in parallel with the guest; the write completes
+//!   (the guest thread's interrupt) when both the local disk (the `io` latency) and the
+//!   replication are done.
+//! - **Interrupts across CPUs**: a helper that wakes a vCPU (resume, I/O completion)
+//!   from another pCPU than the vCPU last ran on pays `[host.costs] ipi` before the wake
+//!   takes effect; so does a vCPU waking a helper that last ran elsewhere.
+//! - Dirty memory: each guest workload dirties `dirty_mib_per_s` per second of its CPU
+//!   time (accrued when a compute operation completes) and each write dirties its buffer.
+//!
+//! ## Defaults and their reasoning (seed 003's testbed: 2 x Xeon X5650, NetXen 10 GbE)
+//! - `sync_cpu` 200 us: stopping a 1-vCPU VM (signal + exit), KVM_GET_DIRTY_LOG over a
+//!   512 MiB guest (128 Ki pages, a 16 KiB bitmap) and the event-tap queue handling.
+//! - `copy_cpu_per_mib` 600 us: dirty pages go through a TCP socket: a memcpy into the
+//!   socket buffer (~5 GB/s) and the send path (~2 GB/s per core with offloads on 2010-era
+//!   hardware) give ~0.6 ms/MiB.
+//! - `link_gbps` 10 (the NX3031 is a 10 GbE NIC); `ack_rtt` 100 us (a 10 GbE round trip
+//!   through two kernels and the secondary's receive path).
+//! - DRBD `cpu_per_write` 20 us (bio cloning, request bookkeeping, socket send setup),
+//!   `cpu_per_mib` 500 us (send path as above, no checksums by default).
+//!
+//! ## Deviations and omissions
+//! - Kemari's secondary, failover and the output-commit of network packets are not
+//!   modelled (the seed's guest has no NIC). Reads trigger a sync like writes (event-tap
+//!   holds every block request).
+//! - The QEMU global mutex (the paper's "exclusive control") is not modelled as a lock:
+//!   only the IPI cost and the cache refill separate a vCPU and a Kemari thread on
+//!   different cores.
+//! - One Kemari and one DRBD thread per VM at most; a helper serves one VM.
+
+use crate::reader::{Owned, Res, Table};
+use crate::time::SimDuration;
+
+/// Keys a `[[host_thread]]` may carry for its helper (validated per helper kind).
+pub const HELPER_KEYS: &[&str] = &["sync_cpu", "copy_cpu_per_mib", "cpu_per_write", "cpu_per_mib", "link_gbps", "ack_rtt"];
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum HelperSpec {
+    Kemari {
+        sync_cpu: SimDuration,
+        copy_cpu_per_mib: SimDuration,
+        link_bytes_per_ns: f64,
+        ack_rtt: SimDuration,
+    },
+    Drbd {
+        cpu_per_write: SimDuration,
+        cpu_per_mib: SimDuration,
+        link_bytes_per_ns: f64,
+        ack_rtt: SimDuration,
+    },
+}
+
+impl HelperSpec {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            HelperSpec::Kemari { .. } => "kemari",
+            HelperSpec::Drbd { .. } => "drbd",
+        }
+    }
+    /// Network time for `bytes`: serialisation at the link rate plus the ack round trip.
+    pub fn transfer(&self, bytes: f64) -> SimDuration {
+        let (rate, rtt) = match self {
+            HelperSpec::Kemari { link_bytes_per_ns, ack_rtt, .. } => (*link_bytes_per_ns, *ack_rtt),
+            HelperSpec::Drbd { link_bytes_per_ns, ack_rtt, .. } => (*link_bytes_per_ns, *ack_rtt),
+        };
+        SimDuration((bytes / rate).round() as u64) + rtt
+    }
+}
+
+pub const MIB: f64 = 1024.0 * 1024.0;
+
+/// Parses the helper of a `[[host_thread]]` table `t` (`h` is its `helper` value).
+pub fn parse_helper(t: &Table, h: &Owned) -> Res<HelperSpec> {
+    let kind = h.str()?;
+    let dur = |key: &str, default_us: u64| -> Res<SimDuration> { Ok(t.opt_duration(key)?.unwrap_or(SimDuration::from_us(default_us))) };
+    let link = t.opt_f64("link_gbps", 0.001, 10_000.0)?.unwrap_or(10.0) / 8.0; // bytes per ns
+    let foreign: &[&str] = match kind {
+        "kemari" => &["cpu_per_write", "cpu_per_mib"],
+        "drbd" => &["sync_cpu", "copy_cpu_per_mib"],
+        other => return h.err(format!("unknown helper {other:?}; allowed: \"kemari\", \"drbd\"")),
+    };
+    if let Some(k) = foreign.iter().find(|k| t.has(k)) {
+        return t.err(k, format!("is not a parameter of the {kind} helper"));
+    }
+    Ok(match kind {
+        "kemari" => HelperSpec::Kemari {
+            sync_cpu: dur("sync_cpu", 200)?,
+            copy_cpu_per_mib: dur("copy_cpu_per_mib", 600)?,
+            link_bytes_per_ns: link,
+            ack_rtt: dur("ack_rtt", 100)?,
+        },
+        _ => HelperSpec::Drbd {
+            cpu_per_write: dur("cpu_per_write", 20)?,
+            cpu_per_mib: dur("cpu_per_mib", 500)?,
+            link_bytes_per_ns: link,
+            ack_rtt: dur("ack_rtt", 100)?,
+        },
+    })
+}
