@@ -113,6 +113,24 @@ class Result:
         rows = [_flatten(vm, skip=("vcpus", "workloads")) for vm in self.summary["vms"]]
         return pd.DataFrame(rows)
 
+    def host_threads(self) -> "pd.DataFrame":
+        """One row per ``[[host_thread]]``: name, vm, helper, cpu/wait time, migrations_*,
+        jobs and job_latency_{count,mean,p50,p90,p99,max}_ms (empty without host threads)."""
+        import pandas as pd
+
+        rows = []
+        for h in self.summary.get("host_threads", []):
+            row = _flatten({k: v for k, v in h.items() if k != "job_latency_ms"})
+            lat = h.get("job_latency_ms") or {}
+            for k in _LATENCY_KEYS:
+                v = lat.get(k)
+                if k == "count":
+                    row["job_latency_count"] = 0 if v is None else v
+                else:
+                    row[f"job_latency_{k}_ms"] = float("nan") if v is None else v
+            rows.append(row)
+        return pd.DataFrame(rows)
+
     def vcpus(self) -> "pd.DataFrame":
         """One row per vCPU: vm, index, times, dispatches, preemptions, halts and
         migrations_{total,smt_sibling,same_socket,other_socket,other_numa}."""

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import PROGRAM_SCENARIO, run_cli
 
+REPO = Path(__file__).resolve().parents[2]
 ROW_KEYS = {"experiment", "case", "metric", "unit", "paper", "sim", "ratio"}
 
 
@@ -432,3 +433,23 @@ def test_validate_rejects_ipi_target_beyond_vcpus(tmp_path: Path):
     p = run_cli("validate", str(path))
     assert p.returncode == 2
     assert f"{path}: vm[0].workload[0].ops[2].targets" in p.stderr
+
+
+def test_reproduce_software_ft_json_and_host_thread_frame(tmp_path):
+    p = run_cli("reproduce", "software-ft", "--json")
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)
+    worst = {r["case"]: r for r in rows if r["metric"] == "max_response_ms"}
+    assert len(worst) == 25 and all(isinstance(r["paper"], float) for r in worst.values())
+    assert worst["p4/io-evalvm"]["sim"] <= worst["p1/io-evalvm"]["sim"]
+    # A scenario with host threads: the Python frame has one row per host thread.
+    import vcpulab
+
+    text = (REPO / "scenarios/reproductions/software-ft/scenario.toml").read_text()
+    text = text.replace('duration = "100s"', 'duration = "6s"')
+    f = tmp_path / "ft.toml"
+    f.write_text(text)
+    res = vcpulab.run(str(f))
+    ht = res.host_threads()
+    assert list(ht["name"]) == ["kemari", "drbd"] and list(ht["helper"]) == ["kemari", "drbd"]
+    assert int(ht["jobs"][0]) == res.vms()["ft_syncs"][0] >= 1
