@@ -374,12 +374,19 @@ fn parse_host(t: &Table) -> Res<HostSpec> {
     })
 }
 
-fn parse_host_thread(item: &Owned, ncpus: usize, vms: &[VmSpec], earlier: &[HostThreadSpec]) -> Res<HostThreadSpec> {
-    let t = item.table()?;
+/// A VM's or host thread's `name`: it appears in key paths and column names, so no
+/// whitespace, dots or brackets.
+fn parse_name(t: &Table, what: &str) -> Res<String> {
     let name = t.req("name")?.str()?.to_string();
     if name.is_empty() || name.contains(|c: char| c.is_whitespace() || c == '.' || c == '[') {
-        return t.err("name", format!("{name:?} is not a valid thread name: use letters, digits, '-' or '_'"));
+        return t.err("name", format!("{name:?} is not a valid {what} name: use letters, digits, '-' or '_'"));
     }
+    Ok(name)
+}
+
+fn parse_host_thread(item: &Owned, ncpus: usize, vms: &[VmSpec], earlier: &[HostThreadSpec]) -> Res<HostThreadSpec> {
+    let t = item.table()?;
+    let name = parse_name(&t, "thread")?;
     if earlier.iter().any(|h| h.name == name) {
         return t.err("name", format!("duplicate host thread name {name:?}; names must be unique"));
     }
@@ -445,13 +452,7 @@ fn parse_affinity(o: &Owned, ncpus: usize) -> Res<CpuSet> {
 
 fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
     let t = item.table()?;
-    let name = t.req("name")?.str()?.to_string();
-    if name.is_empty() || name.contains(|c: char| c.is_whitespace() || c == '.' || c == '[') {
-        return t.err(
-            "name",
-            format!("{name:?} is not a valid VM name: use letters, digits, '-' or '_'"),
-        );
-    }
+    let name = parse_name(&t, "VM")?;
     let vcpus = t.req("vcpus")?.u64_in(1, MAX_VCPUS_TOTAL)? as u32;
     let weight = t.opt_u64("weight", 1, 65_535)?.unwrap_or(256) as u32;
     let affinity = match t.get("affinity") {

@@ -543,7 +543,7 @@ pub fn parse_workload(
                 } else {
                     "loops/s".into()
                 },
-                &["kind", "threads", "ops", "unit", "arrivals", "priority", "dirty_mib_per_s"],
+                &["kind", "threads", "ops", "unit", "arrivals"],
             )
         }
         "sysbench-cpu" => {
@@ -564,7 +564,7 @@ pub fn parse_workload(
                     mode: Mode::User,
                 }],
                 "events/s".into(),
-                &["kind", "threads", "event_cost", "event_cycles", "unit", "priority", "dirty_mib_per_s"],
+                &["kind", "threads", "event_cost", "event_cycles", "unit"],
             )
         }
         "stress-ng" => {
@@ -583,7 +583,7 @@ pub fn parse_workload(
                     mode: Mode::User,
                 }],
                 "bogo-ops/s".into(),
-                &["kind", "threads", "bogo_op", "unit", "priority", "dirty_mib_per_s"],
+                &["kind", "threads", "bogo_op", "unit"],
             )
         }
         "lookbusy" => {
@@ -612,7 +612,7 @@ pub fn parse_workload(
             (
                 ops,
                 "periods/s".into(),
-                &["kind", "threads", "utilization", "period", "unit", "priority", "dirty_mib_per_s"],
+                &["kind", "threads", "utilization", "period", "unit"],
             )
         }
         "timer-rt" => {
@@ -634,7 +634,7 @@ pub fn parse_workload(
                     Op::Compute { work: Work::Time(Dist::Fixed(handle.ns() as f64)), mode: Mode::User },
                 ],
                 "events/s".into(),
-                &["kind", "threads", "interval", "handle", "unit", "priority", "dirty_mib_per_s"],
+                &["kind", "threads", "interval", "handle", "unit"],
             )
         }
         "dhrystone" => {
@@ -643,7 +643,7 @@ pub fn parse_workload(
             (
                 vec![Op::Compute { work: Work::Time(Dist::Fixed(1e6)), mode: Mode::User }],
                 "loops/s".into(),
-                &["kind", "threads", "unit", "priority", "dirty_mib_per_s"],
+                &["kind", "threads", "unit"],
             )
         }
         "iozone" => {
@@ -662,7 +662,7 @@ pub fn parse_workload(
                     Op::Io { latency: Dist::Fixed(bytes / (disk_mb_s * 1e6) * 1e9), write_bytes: flush_kib * 1024 },
                 ],
                 "flushes/s".into(),
-                &["kind", "threads", "flush_kib", "disk_mb_per_s", "unit", "priority", "dirty_mib_per_s"],
+                &["kind", "threads", "flush_kib", "disk_mb_per_s", "unit"],
             )
         }
         other => {
@@ -704,7 +704,7 @@ pub fn parse_workload(
                 })
                 .collect();
             default_threads = threads_per_vcpu * vcpus;
-            (ops, unit.to_string(), &["kind", "threads", "work", "unit", "priority", "dirty_mib_per_s"])
+            (ops, unit.to_string(), &["kind", "threads", "work", "unit"])
         }
     };
     if kind != "program" && arrivals.is_some() {
@@ -715,7 +715,9 @@ pub fn parse_workload(
             ),
         );
     }
-    t.finish(allowed)?;
+    // Keys every kind takes, besides its own.
+    let allowed: Vec<&str> = allowed.iter().copied().chain(["priority", "dirty_mib_per_s"]).collect();
+    t.finish(&allowed)?;
     let threads = if t.has("threads") {
         threads
     } else {

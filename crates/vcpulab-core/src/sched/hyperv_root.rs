@@ -440,12 +440,7 @@ impl Scheduler for HyperVRoot {
     /// thread waits at most one quantum (noticed at the next clock tick) per other thread.
     /// Weights are ignored by the root scheduler.
     fn starvation_bound(&self, view: &super::SchedView) -> Option<SimDuration> {
-        let turn = self.quantum + self.clock_interval;
-        let n = view.tasks.len() as u64 * (self.wake_boost as u64 + 1);
-        Some(SimDuration(
-            turn.ns()
-                .saturating_mul(n)
-                .saturating_add(super::STARVATION_SLACK.ns()),
-        ))
+                let turns = view.tasks.len() as u64 * (self.wake_boost as u64 + 1);
+        Some(super::turns_bound(self.quantum + self.clock_interval, turns))
     }
 }

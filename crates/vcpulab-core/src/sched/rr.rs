@@ -140,12 +140,6 @@ impl Scheduler for Rr {
     }
     /// Weight-blind round robin: each queued task runs within one slice per task ahead.
     fn starvation_bound(&self, view: &super::SchedView) -> Option<SimDuration> {
-        let n = view.tasks.len() as u64;
-        Some(SimDuration(
-            self.slice
-                .ns()
-                .saturating_mul(n)
-                .saturating_add(super::STARVATION_SLACK.ns()),
-        ))
+                Some(super::turns_bound(self.slice, view.tasks.len() as u64))
     }
 }
