@@ -69,6 +69,8 @@ _presets = st.one_of(
 _schedulers = st.one_of(
     st.fixed_dictionaries({"name": st.just("rr"), "slice": _dur_us(50, 5000)}),
     st.fixed_dictionaries({"name": st.just("hyperv-root")}),
+    st.fixed_dictionaries({"name": st.sampled_from(["hyperv-classic", "hyperv-core"]),
+                           "timeslice": _dur_us(500, 20000), "wakeup_granularity": _dur_us(100, 5000)}),
     st.fixed_dictionaries({"name": st.just("cfs"), "tick": _dur_us(500, 4000),
                            "group_per_vm": st.booleans(), "wakeup_preemption": st.booleans()}),
     st.fixed_dictionaries({"name": st.just("eevdf"), "base_slice": _dur_us(100, 3000),

@@ -154,6 +154,7 @@ fn periodic_params(sched: &str) -> &'static [&'static str] {
     match sched {
         "rr" => &["slice"],
         "hyperv-root" => &["quantum", "clock_interval"],
+        "hyperv-classic" | "hyperv-core" => &["timeslice"],
         "cfs" => &["tick", "min_granularity"],
         "eevdf" => &["tick", "base_slice"],
         _ => &[],

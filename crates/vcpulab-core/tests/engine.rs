@@ -69,7 +69,14 @@ utilization = 30
     )
 }
 
-const SCHEDULERS: &[&str] = &["rr", "hyperv-root", "cfs", "eevdf"];
+const SCHEDULERS: &[&str] = &[
+    "rr",
+    "hyperv-root",
+    "hyperv-classic",
+    "hyperv-core",
+    "cfs",
+    "eevdf",
+];
 
 /// Verify that no vCPU runs on two pCPUs at once, that no pCPU runs two vCPUs, and that
 /// affinity is honoured, after every event (the engine's invariant checker), under every
@@ -321,11 +328,15 @@ threads = 2
 #[test]
 fn equal_cpu_hogs_get_equal_shares_within_two_percent() {
     // rr keeps vCPUs on home pCPUs, so give it a layout where that is fair (2 per pCPU);
-    // hyperv-root shares its ready queue, so 3 hogs on 2 pCPUs must also come out equal.
+    // hyperv-root and hyperv-classic share their ready queues, so 3 hogs on 2 pCPUs must
+    // also come out equal (hyperv-core runs as classic on these hosts without SMT).
     for (s, vms, pcpus) in [
         ("rr", 4, 2),
         ("hyperv-root", 3, 2),
         ("hyperv-root", 5, 4),
+        ("hyperv-classic", 3, 2),
+        ("hyperv-classic", 5, 4),
+        ("hyperv-core", 3, 2),
         ("cfs", 4, 2),
         ("cfs", 8, 4),
         ("eevdf", 4, 2),

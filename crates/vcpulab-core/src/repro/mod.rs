@@ -18,6 +18,11 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         include_str!("../../../../scenarios/reproductions/hyperv-root/scenario.toml"),
     ),
     (
+        "hyperv-types",
+        include_str!("../../../../scenarios/reproductions/hyperv-types/experiment.toml"),
+        include_str!("../../../../scenarios/reproductions/hyperv-types/scenario.toml"),
+    ),
+    (
         "kvm-ple",
         include_str!("../../../../scenarios/reproductions/kvm-ple/experiment.toml"),
         include_str!("../../../../scenarios/reproductions/kvm-ple/scenario.toml"),

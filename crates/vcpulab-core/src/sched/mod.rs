@@ -21,6 +21,8 @@
 pub mod cfs;
 pub mod eevdf;
 pub mod fair;
+pub mod hyperv_classic;
+pub mod hyperv_core;
 pub mod hyperv_root;
 pub mod rr;
 
@@ -315,6 +317,16 @@ pub const REGISTRY: &[SchedulerEntry] = &[
         params: hyperv_root::PARAMS,
     },
     SchedulerEntry {
+        name: "hyperv-classic",
+        description: hyperv_classic::DESCRIPTION,
+        params: hyperv_classic::PARAMS,
+    },
+    SchedulerEntry {
+        name: "hyperv-core",
+        description: hyperv_core::DESCRIPTION,
+        params: hyperv_core::PARAMS,
+    },
+    SchedulerEntry {
         name: "cfs",
         description: cfs::DESCRIPTION,
         params: cfs::PARAMS,
@@ -342,6 +354,8 @@ pub fn with_scheduler<F: WithScheduler>(name: &str, params: &toml::Table, f: F) 
     match name {
         "rr" => f.call(rr::Rr::new(&p)),
         "hyperv-root" => f.call(hyperv_root::HyperVRoot::new(&p)),
+        "hyperv-classic" => f.call(hyperv_classic::HyperVClassic::new(&p)),
+        "hyperv-core" => f.call(hyperv_core::HyperVCore::new(&p)),
         "cfs" => f.call(cfs::new(&p)),
         "eevdf" => f.call(eevdf::new(&p)),
         _ => unreachable!("scheduler {name} is registered but not constructible"),
