@@ -56,7 +56,14 @@ use crate::reader::{Owned, Res, Table};
 use crate::time::SimDuration;
 
 /// Keys a `[[host_thread]]` may carry for its helper (validated per helper kind).
-pub const HELPER_KEYS: &[&str] = &["sync_cpu", "copy_cpu_per_mib", "cpu_per_write", "cpu_per_mib", "link_gbps", "ack_rtt"];
+pub const HELPER_KEYS: &[&str] = &[
+    "sync_cpu",
+    "copy_cpu_per_mib",
+    "cpu_per_write",
+    "cpu_per_mib",
+    "link_gbps",
+    "ack_rtt",
+];
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum HelperSpec {
@@ -84,8 +91,16 @@ impl HelperSpec {
     /// Network time for `bytes`: serialisation at the link rate plus the ack round trip.
     pub fn transfer(&self, bytes: f64) -> SimDuration {
         let (rate, rtt) = match self {
-            HelperSpec::Kemari { link_bytes_per_ns, ack_rtt, .. } => (*link_bytes_per_ns, *ack_rtt),
-            HelperSpec::Drbd { link_bytes_per_ns, ack_rtt, .. } => (*link_bytes_per_ns, *ack_rtt),
+            HelperSpec::Kemari {
+                link_bytes_per_ns,
+                ack_rtt,
+                ..
+            } => (*link_bytes_per_ns, *ack_rtt),
+            HelperSpec::Drbd {
+                link_bytes_per_ns,
+                ack_rtt,
+                ..
+            } => (*link_bytes_per_ns, *ack_rtt),
         };
         SimDuration((bytes / rate).round() as u64) + rtt
     }
@@ -96,12 +111,19 @@ pub const MIB: f64 = 1024.0 * 1024.0;
 /// Parses the helper of a `[[host_thread]]` table `t` (`h` is its `helper` value).
 pub fn parse_helper(t: &Table, h: &Owned) -> Res<HelperSpec> {
     let kind = h.str()?;
-    let dur = |key: &str, default_us: u64| -> Res<SimDuration> { Ok(t.opt_duration(key)?.unwrap_or(SimDuration::from_us(default_us))) };
+    let dur = |key: &str, default_us: u64| -> Res<SimDuration> {
+        Ok(t.opt_duration(key)?
+            .unwrap_or(SimDuration::from_us(default_us)))
+    };
     let link = t.opt_f64("link_gbps", 0.001, 10_000.0)?.unwrap_or(10.0) / 8.0; // bytes per ns
     let foreign: &[&str] = match kind {
         "kemari" => &["cpu_per_write", "cpu_per_mib"],
         "drbd" => &["sync_cpu", "copy_cpu_per_mib"],
-        other => return h.err(format!("unknown helper {other:?}; allowed: \"kemari\", \"drbd\"")),
+        other => {
+            return h.err(format!(
+                "unknown helper {other:?}; allowed: \"kemari\", \"drbd\""
+            ))
+        }
     };
     if let Some(k) = foreign.iter().find(|k| t.has(k)) {
         return t.err(k, format!("is not a parameter of the {kind} helper"));

@@ -32,6 +32,17 @@ pub struct Scenario {
     pub vms: Vec<VmSpec>,
     /// Host threads that are not vCPUs (QEMU I/O threads, replication helpers, ...).
     pub host_threads: Vec<HostThreadSpec>,
+    /// Where network packets of every VM pass on the split-driver path (`[host] io_path =
+    /// "split"`); None: direct assignment, packets go straight to the guest.
+    pub io_driver: Option<IoDriver>,
+}
+
+/// The backend of the split-driver I/O path: the `netback` workload of a driver domain
+/// (Xen dom0) or of a host thread (KVM's vhost).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum IoDriver {
+    Vm(u32),
+    HostThread(u32),
 }
 
 /// A host thread scheduled by the host scheduler beside the vCPUs (`[[host_thread]]`).
@@ -72,6 +83,9 @@ pub struct HostSpec {
     /// Linux `isolcpus=`: pCPUs removed from the default affinity of every vCPU and host
     /// thread that does not name them in its own affinity.
     pub isolcpus: Option<CpuSet>,
+    /// `io_path = "split"`: the name of the VM or host thread whose `netback` workload
+    /// forwards every packet (`io_driver`); None: `"direct"` (SR-IOV style assignment).
+    pub io_driver: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -256,9 +270,13 @@ impl Scenario {
                 host_threads.push(ht);
             }
         }
+        let io_driver = resolve_io_driver(&root, &host, &vms, &host_threads)?;
         if let Some(iso) = &host.isolcpus {
             if host.default_affinity().is_empty() {
-                return root.err("host.isolcpus", format!("isolates every pCPU ({iso}); leave at least one for the rest"));
+                return root.err(
+                    "host.isolcpus",
+                    format!("isolates every pCPU ({iso}); leave at least one for the rest"),
+                );
             }
         }
         root.finish(&[
@@ -288,8 +306,69 @@ impl Scenario {
             kvm,
             vms,
             host_threads,
+            io_driver,
         })
     }
+}
+
+fn is_netback(w: &WorkloadSpec) -> bool {
+    w.ops.iter().any(|o| matches!(o, workload::Op::WaitPacket))
+}
+
+/// Finds `[host] io_driver` among the VMs and host threads; it must run a netback
+/// workload, and nothing else may.
+fn resolve_io_driver(
+    root: &Table,
+    host: &HostSpec,
+    vms: &[VmSpec],
+    hts: &[HostThreadSpec],
+) -> Res<Option<IoDriver>> {
+    let driver = match &host.io_driver {
+        None => None,
+        Some(name) => {
+            let d = if let Some(i) = vms.iter().position(|v| &v.name == name) {
+                IoDriver::Vm(i as u32)
+            } else if let Some(i) = hts.iter().position(|h| &h.name == name) {
+                IoDriver::HostThread(i as u32)
+            } else {
+                return root.err(
+                    "host.io_driver",
+                    format!("no VM or host thread named {name:?}"),
+                );
+            };
+            let runs_netback = match d {
+                IoDriver::Vm(i) => vms[i as usize].workloads.iter().any(is_netback),
+                IoDriver::HostThread(i) => {
+                    matches!(&hts[i as usize].body, HostThreadBody::Workload(w) if is_netback(w))
+                }
+            };
+            if !runs_netback {
+                return root.err("host.io_driver", format!("{name:?} runs no netback workload, so nothing would forward the packets; add a workload with kind = \"netback\""));
+            }
+            Some(d)
+        }
+    };
+    for (i, vm) in vms.iter().enumerate() {
+        if let Some(j) = vm.workloads.iter().position(is_netback) {
+            if driver != Some(IoDriver::Vm(i as u32)) {
+                return root.err(&format!("vm[{i}].workload[{j}].kind"), "a netback workload runs only in the split-driver backend named by [host] io_driver (with io_path = \"split\")");
+            }
+            if let Some(k) = vm.workloads.iter().position(|w| w.arrivals.is_some()) {
+                return root.err(
+                    &format!("vm[{i}].workload[{k}]"),
+                    "the driver domain forwards packets; it serves no requests of its own",
+                );
+            }
+        }
+    }
+    for (i, h) in hts.iter().enumerate() {
+        if matches!(&h.body, HostThreadBody::Workload(w) if is_netback(w))
+            && driver != Some(IoDriver::HostThread(i as u32))
+        {
+            return root.err(&format!("host_thread[{i}].workload.kind"), "a netback workload runs only in the split-driver backend named by [host] io_driver (with io_path = \"split\")");
+        }
+    }
+    Ok(driver)
 }
 
 fn parse_host(t: &Table) -> Res<HostSpec> {
@@ -349,7 +428,17 @@ fn parse_host(t: &Table) -> Res<HostSpec> {
         }
         ct.finish(&["context_switch", "migration", "ipi"])?;
     }
-    let isolcpus = t.get("isolcpus").map(|o| parse_affinity(&o, n as usize)).transpose()?;
+    let isolcpus = t
+        .get("isolcpus")
+        .map(|o| parse_affinity(&o, n as usize))
+        .transpose()?;
+    let io_driver = t.opt_str("io_driver")?.map(str::to_string);
+    match (t.opt_str("io_path")?, &io_driver) {
+        (None | Some("direct"), None) | (Some("split"), Some(_)) => {}
+        (None | Some("direct"), Some(_)) => return t.err("io_driver", "names the split-driver backend; set io_path = \"split\" to use it"),
+        (Some("split"), None) => return t.err("io_path", "the split-driver path needs io_driver = \"<VM or host thread running a netback workload>\""),
+        (Some(other), _) => return t.err("io_path", format!("unknown I/O path {other:?}; allowed: \"direct\", \"split\"")),
+    }
     t.finish(&[
         "sockets",
         "cores_per_socket",
@@ -360,6 +449,8 @@ fn parse_host(t: &Table) -> Res<HostSpec> {
         "smt_throughput",
         "costs",
         "isolcpus",
+        "io_path",
+        "io_driver",
     ])?;
     Ok(HostSpec {
         sockets,
@@ -371,6 +462,7 @@ fn parse_host(t: &Table) -> Res<HostSpec> {
         smt_throughput,
         costs,
         isolcpus,
+        io_driver,
     })
 }
 
@@ -379,16 +471,27 @@ fn parse_host(t: &Table) -> Res<HostSpec> {
 fn parse_name(t: &Table, what: &str) -> Res<String> {
     let name = t.req("name")?.str()?.to_string();
     if name.is_empty() || name.contains(|c: char| c.is_whitespace() || c == '.' || c == '[') {
-        return t.err("name", format!("{name:?} is not a valid {what} name: use letters, digits, '-' or '_'"));
+        return t.err(
+            "name",
+            format!("{name:?} is not a valid {what} name: use letters, digits, '-' or '_'"),
+        );
     }
     Ok(name)
 }
 
-fn parse_host_thread(item: &Owned, ncpus: usize, vms: &[VmSpec], earlier: &[HostThreadSpec]) -> Res<HostThreadSpec> {
+fn parse_host_thread(
+    item: &Owned,
+    ncpus: usize,
+    vms: &[VmSpec],
+    earlier: &[HostThreadSpec],
+) -> Res<HostThreadSpec> {
     let t = item.table()?;
     let name = parse_name(&t, "thread")?;
     if earlier.iter().any(|h| h.name == name) {
-        return t.err("name", format!("duplicate host thread name {name:?}; names must be unique"));
+        return t.err(
+            "name",
+            format!("duplicate host thread name {name:?}; names must be unique"),
+        );
     }
     let vm = match t.opt_str("vm")? {
         None => None,
@@ -396,23 +499,44 @@ fn parse_host_thread(item: &Owned, ncpus: usize, vms: &[VmSpec], earlier: &[Host
             Some(i) => Some(i as u32),
             None => {
                 let names: Vec<&str> = vms.iter().map(|x| x.name.as_str()).collect();
-                return t.err("vm", format!("no VM named {v:?}; VMs: {}", names.join(", ")));
+                return t.err(
+                    "vm",
+                    format!("no VM named {v:?}; VMs: {}", names.join(", ")),
+                );
             }
         },
     };
-    let affinity = t.get("affinity").map(|o| parse_affinity(&o, ncpus)).transpose()?;
+    let affinity = t
+        .get("affinity")
+        .map(|o| parse_affinity(&o, ncpus))
+        .transpose()?;
     let weight = t.opt_u64("weight", 1, 65_535)?.unwrap_or(256) as u32;
     let body = match (t.get("workload"), t.get("helper")) {
         (Some(_), Some(_)) => return t.err("helper", "give either workload or helper, not both"),
-        (None, None) => return t.err("workload", "a host thread needs a workload = { kind = ... } or a helper = \"kemari\" | \"drbd\""),
+        (None, None) => return t.err(
+            "workload",
+            "a host thread needs a workload = { kind = ... } or a helper = \"kemari\" | \"drbd\"",
+        ),
         (Some(w), None) => {
             let mut locks = Vec::new();
             let spec = workload::parse_workload(&w, &mut locks, LockKind::Ticket, 1)?;
             if spec.threads != 1 {
-                return w.err(format!("a host thread runs one thread; got threads = {}", spec.threads));
+                return w.err(format!(
+                    "a host thread runs one thread; got threads = {}",
+                    spec.threads
+                ));
             }
-            if let Some(bad) = spec.ops.iter().find(|o| !matches!(o, workload::Op::Compute { .. } | workload::Op::Sleep { .. } | workload::Op::Io { .. })) {
-                return w.err(format!("host threads run compute, sleep and io operations only; {bad:?} needs a guest"));
+            if let Some(bad) = spec.ops.iter().find(|o| {
+                !matches!(
+                    o,
+                    workload::Op::Compute { .. }
+                        | workload::Op::Sleep { .. }
+                        | workload::Op::Io { .. }
+                        | workload::Op::WaitPacket
+                        | workload::Op::ForwardPacket { .. }
+                )
+            }) {
+                return w.err(format!("host threads run compute, sleep, io and netback operations only; {bad:?} needs a guest"));
             }
             if spec.arrivals.is_some() {
                 return w.err("host threads take no arrivals");
@@ -421,11 +545,24 @@ fn parse_host_thread(item: &Owned, ncpus: usize, vms: &[VmSpec], earlier: &[Host
         }
         (None, Some(h)) => {
             let Some(owner) = vm else {
-                return t.err("vm", "a helper thread serves a VM: name it with vm = \"...\"");
+                return t.err(
+                    "vm",
+                    "a helper thread serves a VM: name it with vm = \"...\"",
+                );
             };
             let spec = crate::ft::parse_helper(&t, &h)?;
-            if earlier.iter().any(|o| o.vm == Some(owner) && matches!(&o.body, HostThreadBody::Helper(x) if x.kind() == spec.kind())) {
-                return t.err("helper", format!("VM {:?} already has a {} helper", vms[owner as usize].name, spec.kind()));
+            if earlier.iter().any(|o| {
+                o.vm == Some(owner)
+                    && matches!(&o.body, HostThreadBody::Helper(x) if x.kind() == spec.kind())
+            }) {
+                return t.err(
+                    "helper",
+                    format!(
+                        "VM {:?} already has a {} helper",
+                        vms[owner as usize].name,
+                        spec.kind()
+                    ),
+                );
             }
             HostThreadBody::Helper(spec)
         }
@@ -433,7 +570,13 @@ fn parse_host_thread(item: &Owned, ncpus: usize, vms: &[VmSpec], earlier: &[Host
     let mut allowed = vec!["name", "vm", "affinity", "weight", "workload", "helper"];
     allowed.extend_from_slice(crate::ft::HELPER_KEYS);
     t.finish(&allowed)?;
-    Ok(HostThreadSpec { name, vm, affinity, weight, body })
+    Ok(HostThreadSpec {
+        name,
+        vm,
+        affinity,
+        weight,
+        body,
+    })
 }
 
 fn parse_affinity(o: &Owned, ncpus: usize) -> Res<CpuSet> {

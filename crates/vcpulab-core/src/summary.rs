@@ -22,7 +22,7 @@ pub struct Summary {
     pub fairness: FairnessSummary,
     /// One counter per decision branch of the scheduler, in its declared order.
     #[serde(serialize_with = "pairs_as_map")]
-        pub scheduler_counters: Vec<(String, u64)>,
+    pub scheduler_counters: Vec<(String, u64)>,
     pub event_counts: EventCounts,
     /// Host threads that are not vCPUs (absent when the scenario declares none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -75,7 +75,7 @@ pub struct VmSummary {
     pub workloads: Vec<WorkloadSummary>,
     /// Pause-loop exits and directed yields (null when the scenario has no [kvm]).
     pub ple: Option<PleSummary>,
-        /// Time figures per vCPU.
+    /// Time figures per vCPU.
     pub vcpus: Vec<VcpuSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ft: Option<FtSummary>,
@@ -90,6 +90,13 @@ pub struct WorkloadSummary {
     pub throughput: f64,
     pub throughput_unit: String,
     pub latency_ms: Option<LatencySummary>,
+    /// Network bandwidth of completed requests (workloads that carry request bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bandwidth_mbps: Option<f64>,
+    /// When a finite workload (e.g. sysbench-cpu with `events`) finished its last unit,
+    /// in simulated seconds from the start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion_s: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -179,4 +186,11 @@ pub struct EventCounts {
     pub scheduler_timers: u64,
     pub ipis_sent: u64,
     pub lock_acquisitions: u64,
+    /// Packets through the split driver's backend (absent on the direct path).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub backend_packets: u64,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }

@@ -116,6 +116,13 @@ pub enum Op {
     WaitRequest,
     /// Complete the request taken by the last WaitRequest: records its latency.
     Respond,
+    /// I/O backend (the `netback` preset, a driver domain's or host's packet forwarder):
+    /// take the next packet from the backend queue, blocking until one is there.
+    WaitPacket,
+    /// Forward the packet taken by the last WaitPacket after `per_packet` plus
+    /// `per_kib` x its size of CPU work: into the guest (an arriving request) or out to the
+    /// network (a response, which completes the request).
+    ForwardPacket { per_packet: f64, per_kib: f64 },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -144,6 +151,11 @@ pub struct WorkloadSpec {
     pub rt: bool,
     /// Guest memory dirtied per ns of the workload's CPU time (bytes; for Kemari).
     pub dirty_bytes_per_ns: f64,
+    /// Bytes one request carries over the network (for bandwidth and backend copy cost).
+    pub request_bytes: u64,
+    /// A finite job: the workload stops after this many units (loops) in total, and its
+    /// completion time is reported (`sysbench-cpu` with `events`).
+    pub total_units: Option<u64>,
 }
 
 pub const PRESETS: &[(&str, &str)] = &[
@@ -161,6 +173,10 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("timer-rt", "an RT-priority thread woken by a periodic timer; latency = timer expiry to the thread running"),
     ("dhrystone", "Dhrystone 2.1: CPU load, loops/s"),
     ("iozone", "IOzone write test through the guest page cache: dirty records, one large writeback per flush; flushes/s"),
+    ("ping", "ping: ICMP echo requests from outside at a fixed interval, answered by the guest kernel; latency = round trip inside the host"),
+    ("netperf", "netperf TCP_STREAM receiver: a window of outstanding segments from outside; bandwidth from completed bytes"),
+    ("webbench", "webbench: concurrent HTTP clients from outside, each waiting for its response; pages/s and bandwidth"),
+    ("netback", "an I/O backend: the driver domain's (or host's) packet forwarder for the split-driver path ([host] io_path)"),
 ];
 
 /// The benchmarks of the PLE papers (seeds 000, 004), modelled by their synchronisation
@@ -516,10 +532,18 @@ pub fn parse_workload(
     let rt = match t.opt_str("priority")? {
         None | Some("normal") => false,
         Some("rt") => true,
-        Some(other) => return t.err("priority", format!("unknown priority {other:?}; allowed: \"normal\", \"rt\"")),
+        Some(other) => {
+            return t.err(
+                "priority",
+                format!("unknown priority {other:?}; allowed: \"normal\", \"rt\""),
+            )
+        }
     };
-    let dirty_bytes_per_ns = t.opt_f64("dirty_mib_per_s", 0.0, 1e6)?.unwrap_or(0.0) * crate::ft::MIB / 1e9;
+    let dirty_bytes_per_ns =
+        t.opt_f64("dirty_mib_per_s", 0.0, 1e6)?.unwrap_or(0.0) * crate::ft::MIB / 1e9;
     let mut timer_arrivals: Option<Arrivals> = None;
+    let mut request_bytes = t.opt_u64("request_bytes", 0, 1 << 40)?.unwrap_or(0);
+    let mut total_units: Option<u64> = None;
     // Benchmark presets default to their threads-per-vCPU; the others to 1.
     let mut default_threads = 1;
     let (ops, unit, allowed): (Vec<Op>, String, &[&str]) = match kind.as_str() {
@@ -543,7 +567,14 @@ pub fn parse_workload(
                 } else {
                     "loops/s".into()
                 },
-                &["kind", "threads", "ops", "unit", "arrivals"],
+                &[
+                    "kind",
+                    "threads",
+                    "ops",
+                    "unit",
+                    "arrivals",
+                    "request_bytes",
+                ],
             )
         }
         "sysbench-cpu" => {
@@ -558,13 +589,23 @@ pub fn parse_workload(
                 (false, Some(c)) => Work::Cycles(parse_cycles(&c)?),
                 (false, None) => Work::Cycles(Dist::Fixed(SYSBENCH_EVENT_CYCLES)),
             };
+            // `events`: a finite run (sysbench --max-requests, 10,000 in sysbench 0.4):
+            // the workload stops after that many events and reports when it finished.
+            total_units = t.opt_u64("events", 1, u64::MAX)?;
             (
                 vec![Op::Compute {
                     work,
                     mode: Mode::User,
                 }],
                 "events/s".into(),
-                &["kind", "threads", "event_cost", "event_cycles", "unit"],
+                &[
+                    "kind",
+                    "threads",
+                    "event_cost",
+                    "event_cycles",
+                    "events",
+                    "unit",
+                ],
             )
         }
         "stress-ng" => {
@@ -621,27 +662,177 @@ pub fn parse_workload(
             // when the thread runs (respond comes first); handling the event (reading the
             // clock, storing the sample) takes `handle` of CPU. The paper does not give
             // the period; 10 ms (10,000 events in 100 s) is our assumption.
-            let interval = t.opt_duration("interval")?.unwrap_or(SimDuration::from_ms(10));
+            let interval = t
+                .opt_duration("interval")?
+                .unwrap_or(SimDuration::from_ms(10));
             if interval.ns() == 0 {
                 return t.err("interval", "must be longer than 0s");
             }
-            let handle = t.opt_duration("handle")?.unwrap_or(SimDuration::from_us(10));
-            timer_arrivals = Some(Arrivals::Periodic { interval: interval.ns() as f64 });
+            let handle = t
+                .opt_duration("handle")?
+                .unwrap_or(SimDuration::from_us(10));
+            timer_arrivals = Some(Arrivals::Periodic {
+                interval: interval.ns() as f64,
+            });
             (
                 vec![
                     Op::WaitRequest,
                     Op::Respond,
-                    Op::Compute { work: Work::Time(Dist::Fixed(handle.ns() as f64)), mode: Mode::User },
+                    Op::Compute {
+                        work: Work::Time(Dist::Fixed(handle.ns() as f64)),
+                        mode: Mode::User,
+                    },
                 ],
                 "events/s".into(),
                 &["kind", "threads", "interval", "handle", "unit"],
+            )
+        }
+        "ping" => {
+            // ping (iputils): one ICMP echo request every `interval` (ping's default 1 s),
+            // 84 bytes on the wire (56-byte payload + ICMP and IP headers). The guest
+            // kernel answers in its receive softirq, ahead of user threads (so the
+            // handler is RT here); `handle` covers the receive interrupt, icmp_echo and
+            // the transmit (~10 us on a 2010s Xeon, our estimate). Latency runs from the
+            // request's arrival at the host to the reply leaving it.
+            let interval = t
+                .opt_duration("interval")?
+                .unwrap_or(SimDuration::from_secs(1));
+            if interval.ns() == 0 {
+                return t.err("interval", "must be longer than 0s");
+            }
+            let handle = t
+                .opt_duration("handle")?
+                .unwrap_or(SimDuration::from_us(10));
+            timer_arrivals = Some(Arrivals::Periodic {
+                interval: interval.ns() as f64,
+            });
+            request_bytes = 84;
+            (
+                vec![
+                    Op::WaitRequest,
+                    Op::Compute {
+                        work: Work::Time(Dist::Fixed(handle.ns() as f64)),
+                        mode: Mode::Kernel,
+                    },
+                    Op::Respond,
+                ],
+                "echoes/s".into(),
+                &["kind", "threads", "interval", "handle", "unit"],
+            )
+        }
+        "netperf" => {
+            // netperf TCP_STREAM into the guest: the sender keeps `window` segments of
+            // `segment_kib` in flight (64 KiB: one TSO/GRO unit); each must be received
+            // (driver, TCP, copy to netserver: `cpu_per_kib`, ~1 GB/s per core for the
+            // whole receive path on 2010s hardware, our estimate) before its ACK lets the
+            // sender put the next one on the wire, `rtt` later. Bandwidth is the completed
+            // bytes; the window bounds how far a descheduled receiver lets the stream run
+            // ahead.
+            let window = t.opt_u64("window", 1, 1_000_000)?.unwrap_or(16) as u32;
+            let seg_kib = t.opt_u64("segment_kib", 1, 1 << 20)?.unwrap_or(64);
+            let per_kib = t
+                .opt_duration("cpu_per_kib")?
+                .unwrap_or(SimDuration::from_us(1));
+            let rtt = t.opt_duration("rtt")?.unwrap_or(SimDuration::from_us(50));
+            timer_arrivals = Some(Arrivals::Closed {
+                clients: window,
+                think: Dist::Fixed(rtt.ns() as f64),
+            });
+            request_bytes = seg_kib * 1024;
+            (
+                vec![
+                    Op::WaitRequest,
+                    // User mode: netserver's recv() returns to user space after each
+                    // segment, where the guest may switch to another thread.
+                    Op::Compute {
+                        work: Work::Time(Dist::Fixed((per_kib.ns() * seg_kib) as f64)),
+                        mode: Mode::User,
+                    },
+                    Op::Respond,
+                ],
+                "segments/s".into(),
+                &[
+                    "kind",
+                    "threads",
+                    "window",
+                    "segment_kib",
+                    "cpu_per_kib",
+                    "rtt",
+                    "unit",
+                ],
+            )
+        }
+        "webbench" => {
+            // webbench: `clients` concurrent HTTP clients on another host, each sending a
+            // request, waiting for the whole response, and sending the next at once. The
+            // server (a web server process per thread) spends `request_cpu` per page (a
+            // small static page through Apache: ~200 us, our estimate) and returns
+            // `page_kib`.
+            let clients = t.opt_u64("clients", 1, 1_000_000)?.unwrap_or(100) as u32;
+            let cpu = t
+                .opt_duration("request_cpu")?
+                .unwrap_or(SimDuration::from_us(200));
+            let page_kib = t.opt_u64("page_kib", 0, 1 << 20)?.unwrap_or(8);
+            let rtt = t.opt_duration("rtt")?.unwrap_or(SimDuration::from_us(50));
+            timer_arrivals = Some(Arrivals::Closed {
+                clients,
+                think: Dist::Fixed(rtt.ns() as f64),
+            });
+            request_bytes = page_kib * 1024;
+            (
+                vec![
+                    Op::WaitRequest,
+                    Op::Compute {
+                        work: Work::Time(Dist::Fixed(cpu.ns() as f64)),
+                        mode: Mode::User,
+                    },
+                    Op::Respond,
+                ],
+                "pages/s".into(),
+                &[
+                    "kind",
+                    "threads",
+                    "clients",
+                    "request_cpu",
+                    "page_kib",
+                    "rtt",
+                    "unit",
+                ],
+            )
+        }
+        "netback" => {
+            // The split driver's backend (Xen netback in the driver domain; Linux 3.x
+            // before 3.12 ran one netback kernel thread per driver-domain CPU, hence one
+            // thread per vCPU by default). Each packet costs `per_packet` (grant
+            // operations, event-channel notify, ~5 us, our estimate) plus `per_kib` of
+            // its size (the grant copy, ~2 GB/s).
+            let per_packet = t
+                .opt_duration("per_packet")?
+                .unwrap_or(SimDuration::from_us(5));
+            let per_kib = t
+                .opt_duration("per_kib")?
+                .unwrap_or(SimDuration::from_ns(500));
+            default_threads = vcpus;
+            (
+                vec![
+                    Op::WaitPacket,
+                    Op::ForwardPacket {
+                        per_packet: per_packet.ns() as f64,
+                        per_kib: per_kib.ns() as f64,
+                    },
+                ],
+                "packets/s".into(),
+                &["kind", "threads", "per_packet", "per_kib", "unit"],
             )
         }
         "dhrystone" => {
             // Dhrystone 2.1: a CPU-bound loop that lives in the cache (dirties next to no
             // memory). One unit = 1 ms of work at the base clock.
             (
-                vec![Op::Compute { work: Work::Time(Dist::Fixed(1e6)), mode: Mode::User }],
+                vec![Op::Compute {
+                    work: Work::Time(Dist::Fixed(1e6)),
+                    mode: Mode::User,
+                }],
                 "loops/s".into(),
                 &["kind", "threads", "unit"],
             )
@@ -658,8 +849,14 @@ pub fn parse_workload(
             let bytes = flush_kib as f64 * 1024.0;
             (
                 vec![
-                    Op::Compute { work: Work::Time(Dist::Fixed(bytes / 2.0)), mode: Mode::Kernel },
-                    Op::Io { latency: Dist::Fixed(bytes / (disk_mb_s * 1e6) * 1e9), write_bytes: flush_kib * 1024 },
+                    Op::Compute {
+                        work: Work::Time(Dist::Fixed(bytes / 2.0)),
+                        mode: Mode::Kernel,
+                    },
+                    Op::Io {
+                        latency: Dist::Fixed(bytes / (disk_mb_s * 1e6) * 1e9),
+                        write_bytes: flush_kib * 1024,
+                    },
                 ],
                 "flushes/s".into(),
                 &["kind", "threads", "flush_kib", "disk_mb_per_s", "unit"],
@@ -707,6 +904,9 @@ pub fn parse_workload(
             (ops, unit.to_string(), &["kind", "threads", "work", "unit"])
         }
     };
+    if request_bytes > 0 && timer_arrivals.is_none() && arrivals.is_none() {
+        return t.err("request_bytes", "only workloads that serve requests (wait_request/respond with arrivals) carry request bytes");
+    }
     if kind != "program" && arrivals.is_some() {
         return t.err(
             "arrivals",
@@ -716,7 +916,11 @@ pub fn parse_workload(
         );
     }
     // Keys every kind takes, besides its own.
-    let allowed: Vec<&str> = allowed.iter().copied().chain(["priority", "dirty_mib_per_s"]).collect();
+    let allowed: Vec<&str> = allowed
+        .iter()
+        .copied()
+        .chain(["priority", "dirty_mib_per_s"])
+        .collect();
     t.finish(&allowed)?;
     let threads = if t.has("threads") {
         threads
@@ -724,7 +928,7 @@ pub fn parse_workload(
         default_threads
     };
     let counts_requests = ops.iter().any(|o| matches!(o, Op::Respond));
-    let rt = rt || kind == "timer-rt";
+    let rt = rt || kind == "timer-rt" || kind == "ping";
     Ok(WorkloadSpec {
         kind,
         threads,
@@ -734,5 +938,7 @@ pub fn parse_workload(
         arrivals: arrivals.or(timer_arrivals),
         rt,
         dirty_bytes_per_ns,
+        request_bytes,
+        total_units,
     })
 }

@@ -28,6 +28,7 @@ use crate::error::SimError;
 use crate::kvm::{grow_window, KvmSpec, Vendor};
 use crate::metrics::{jain, Histogram};
 use crate::rng::Rng;
+use crate::scenario::IoDriver;
 use crate::scenario::{HostThreadBody, LockKind, Scenario};
 use crate::sched::{
     CpuId, RunState, SchedCtx, SchedOut, SchedView, Scheduler, TaskId, TaskInfo, YieldRequest,
@@ -103,8 +104,13 @@ enum RtOp {
     Ipi {
         targets: IpiTargets,
     },
-        Io { latency: Dist, write_bytes: u64 },
-    Sleep { duration: Dist },
+    Io {
+        latency: Dist,
+        write_bytes: u64,
+    },
+    Sleep {
+        duration: Dist,
+    },
     WaitRequest,
     Respond,
     /// Helper threads (see `crate::ft`): take the next job or block.
@@ -115,6 +121,26 @@ enum RtOp {
     HelperNet,
     /// Complete the job (resume the VM, release or complete the guest's I/O).
     HelperDone,
+    /// I/O backend (netback): take the next packet or block.
+    WaitPacket,
+    /// Burn the backend's CPU for the packet taken.
+    PacketWork {
+        per_packet: f64,
+        per_kib: f64,
+    },
+    /// Hand the packet on: into its guest, or out to the network (completing the request).
+    Forward,
+}
+
+/// A network packet on the split-driver path (see `Sim::arrival`).
+#[derive(Clone, Copy, Debug)]
+struct Packet {
+    /// The guest workload the request belongs to.
+    workload: u32,
+    /// When the request reached the host (latency is measured from here).
+    arrived: SimTime,
+    /// A response leaving the guest (true) or a request entering it (false).
+    outbound: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -146,6 +172,8 @@ struct Thread {
     rng: Rng,
     /// Arrival time of the request being served.
     request: Option<SimTime>,
+    /// The packet a backend thread is forwarding.
+    packet: Option<Packet>,
     last_loop_at: SimTime,
     zero_time_loops: u32,
 }
@@ -164,12 +192,71 @@ struct WorkloadRt {
     rng: Rng,
     queue: VecDeque<SimTime>,
     waiting: VecDeque<ThreadId>,
-        completed: u64,
+    completed: u64,
     latency: Histogram,
     rt: bool,
     dirty_bytes_per_ns: f64,
     /// The helper this workload drives (NONE for ordinary workloads).
     helper: u32,
+    /// Backend workloads: packets waiting to be forwarded.
+    packets: VecDeque<Packet>,
+    /// Bytes per request, and bytes of completed requests in the measured interval.
+    request_bytes: u64,
+    bytes_done: u64,
+    /// Finite workloads: units not yet started, units running, when the last finished.
+    units_left: Option<u64>,
+    units_running: u64,
+    finished_at: Option<SimTime>,
+}
+
+/// The engine operations of one workload operation (work in base-clock ns).
+fn rt_ops(op: &Op, base_ghz: f64) -> Vec<RtOp> {
+    vec![match op {
+        Op::Compute { work, mode } => RtOp::Compute {
+            work: work.base_ns(base_ghz),
+            mode: *mode,
+        },
+        Op::Lock {
+            lock,
+            hold,
+            mode,
+            shards,
+            ..
+        } => RtOp::Lock {
+            lock: *lock,
+            hold: hold.clone(),
+            mode: *mode,
+            shards: *shards,
+        },
+        Op::Ipi { targets } => RtOp::Ipi {
+            targets: targets.clone(),
+        },
+        Op::Io {
+            latency,
+            write_bytes,
+        } => RtOp::Io {
+            latency: latency.clone(),
+            write_bytes: *write_bytes,
+        },
+        Op::Sleep { duration } => RtOp::Sleep {
+            duration: duration.clone(),
+        },
+        Op::WaitRequest => RtOp::WaitRequest,
+        Op::Respond => RtOp::Respond,
+        Op::WaitPacket => RtOp::WaitPacket,
+        Op::ForwardPacket {
+            per_packet,
+            per_kib,
+        } => {
+            return vec![
+                RtOp::PacketWork {
+                    per_packet: *per_packet,
+                    per_kib: *per_kib,
+                },
+                RtOp::Forward,
+            ]
+        }
+    }]
 }
 
 /// One unit of helper work: a Kemari sync or a DRBD replication.
@@ -257,7 +344,10 @@ impl Task {
             local: VecDeque::new(),
             pending_acks: Vec::new(),
             c: TaskCounters::default(),
-            kv: KvmTask { window: ple_window, ..Default::default() },
+            kv: KvmTask {
+                window: ple_window,
+                ..Default::default()
+            },
         }
     }
 }
@@ -308,6 +398,7 @@ struct HostCounters {
     timer_fires: u64,
     ipis_sent: u64,
     lock_acquisitions: u64,
+    backend_packets: u64,
 }
 
 pub struct Sim<S: Scheduler> {
@@ -367,11 +458,13 @@ struct State {
     boost_to_run: Vec<Histogram>,
     /// Spinners that left the PLE handler; their spin-loop flags clear if still running.
     spin_loop_exits: Vec<TaskId>,
-        /// Tasks 0..n_vcpu_tasks are vCPUs; the rest are host threads.
+    /// Tasks 0..n_vcpu_tasks are vCPUs; the rest are host threads.
     n_vcpu_tasks: u32,
     /// Workloads 0..n_vm_workloads belong to VMs; the rest to host threads.
     n_vm_workloads: u32,
     helpers: Vec<HelperRt>,
+    /// The netback workload every packet passes through (split-driver path); NONE: direct.
+    io_backend: u32,
     /// Per VM: its Kemari and DRBD helper ids (NONE if none).
     vm_kemari: Vec<u32>,
     vm_drbd: Vec<u32>,
@@ -413,7 +506,7 @@ impl<S: Scheduler> Sim<S> {
         let mut locks = Vec::new();
         let (mut vm_lock_base, mut vm_task_base, mut vm_vcpus, mut vm_timeslice) =
             (vec![], vec![], vec![], vec![]);
-                let mut vm_workload_base = vec![];
+        let mut vm_workload_base = vec![];
         let mut default_affinity: Vec<bool> = Vec::new();
         for (vi, vm) in sc.vms.iter().enumerate() {
             vm_workload_base.push(workloads.len() as u32);
@@ -440,7 +533,7 @@ impl<S: Scheduler> Sim<S> {
                 }
             }
             for i in 0..vm.vcpus {
-                                default_affinity.push(vm.affinity[i as usize].is_none());
+                default_affinity.push(vm.affinity[i as usize].is_none());
                 let affinity = vm.affinity[i as usize]
                     .clone()
                     .unwrap_or_else(|| sc.host.default_affinity());
@@ -450,7 +543,10 @@ impl<S: Scheduler> Sim<S> {
                     affinity,
                     weight: vm.weight,
                 });
-                                tasks.push(Task::new(vi as u32, sc.kvm.as_ref().map_or(0, |k| k.ple_window)));
+                tasks.push(Task::new(
+                    vi as u32,
+                    sc.kvm.as_ref().map_or(0, |k| k.ple_window),
+                ));
             }
             let mut k = 0u32;
             for (wi, w) in vm.workloads.iter().enumerate() {
@@ -458,36 +554,7 @@ impl<S: Scheduler> Sim<S> {
                 let ops = w
                     .ops
                     .iter()
-                    .map(|op| match op {
-                        Op::Compute { work, mode } => RtOp::Compute {
-                            work: work.base_ns(sc.host.base_ghz),
-                            mode: *mode,
-                        },
-                        Op::Lock {
-                            lock,
-                            hold,
-                            mode,
-                            shards,
-                            ..
-                        } => RtOp::Lock {
-                            lock: *lock,
-                            hold: hold.clone(),
-                            mode: *mode,
-                            shards: *shards,
-                        },
-                        Op::Ipi { targets } => RtOp::Ipi {
-                            targets: targets.clone(),
-                        },
-                                                Op::Io { latency, write_bytes } => RtOp::Io {
-                            latency: latency.clone(),
-                            write_bytes: *write_bytes,
-                        },
-                        Op::Sleep { duration } => RtOp::Sleep {
-                            duration: duration.clone(),
-                        },
-                        Op::WaitRequest => RtOp::WaitRequest,
-                        Op::Respond => RtOp::Respond,
-                    })
+                    .flat_map(|op| rt_ops(op, sc.host.base_ghz))
                     .collect();
                 let wis = wi.to_string();
                 workloads.push(WorkloadRt {
@@ -498,11 +565,17 @@ impl<S: Scheduler> Sim<S> {
                     rng: Rng::derive(seed, &["vm", &vm.name, "workload", &wis, "arrivals"]),
                     queue: VecDeque::new(),
                     waiting: VecDeque::new(),
-                                        completed: 0,
+                    completed: 0,
                     latency: Histogram::default(),
                     rt: w.rt,
                     dirty_bytes_per_ns: w.dirty_bytes_per_ns,
                     helper: NONE,
+                    packets: VecDeque::new(),
+                    request_bytes: w.request_bytes,
+                    bytes_done: 0,
+                    units_left: w.total_units,
+                    units_running: 0,
+                    finished_at: None,
                 });
                 for ti in 0..w.threads {
                     let task = vm_task_base[vi] + (k % vm.vcpus);
@@ -519,6 +592,7 @@ impl<S: Scheduler> Sim<S> {
                             &["vm", &vm.name, "workload", &wis, "thread", &ti.to_string()],
                         ),
                         request: None,
+                        packet: None,
                         last_loop_at: SimTime(u64::MAX),
                         zero_time_loops: 0,
                     });
@@ -526,7 +600,7 @@ impl<S: Scheduler> Sim<S> {
                 }
             }
         }
-                let n_vcpu_tasks = tasks.len() as u32;
+        let n_vcpu_tasks = tasks.len() as u32;
         let n_vm_workloads = workloads.len() as u32;
         let nvms = sc.vms.len();
         let mut helpers: Vec<HelperRt> = Vec::new();
@@ -540,7 +614,10 @@ impl<S: Scheduler> Sim<S> {
             tasks_info.push(TaskInfo {
                 vm: owner,
                 index: hi as u32,
-                affinity: h.affinity.clone().unwrap_or_else(|| sc.host.default_affinity()),
+                affinity: h
+                    .affinity
+                    .clone()
+                    .unwrap_or_else(|| sc.host.default_affinity()),
                 weight: h.weight,
             });
             tasks.push(Task::new(owner, 0));
@@ -548,14 +625,10 @@ impl<S: Scheduler> Sim<S> {
             let tid = threads.len() as u32;
             let (ops, helper) = match &h.body {
                 HostThreadBody::Workload(w) => (
+                    // The parser admits compute, sleep, io and netback operations only.
                     w.ops
                         .iter()
-                        .filter_map(|op| match op {
-                            Op::Compute { work, mode } => Some(RtOp::Compute { work: work.base_ns(sc.host.base_ghz), mode: *mode }),
-                            Op::Sleep { duration } => Some(RtOp::Sleep { duration: duration.clone() }),
-                            Op::Io { latency, .. } => Some(RtOp::Io { latency: latency.clone(), write_bytes: 0 }),
-                            _ => None, // refused by the parser
-                        })
+                        .flat_map(|op| rt_ops(op, sc.host.base_ghz))
                         .collect(),
                     NONE,
                 ),
@@ -576,7 +649,15 @@ impl<S: Scheduler> Sim<S> {
                         job_latency: Histogram::default(),
                         jobs_done: 0,
                     });
-                    (vec![RtOp::HelperWait, RtOp::HelperWork, RtOp::HelperNet, RtOp::HelperDone], id)
+                    (
+                        vec![
+                            RtOp::HelperWait,
+                            RtOp::HelperWork,
+                            RtOp::HelperNet,
+                            RtOp::HelperDone,
+                        ],
+                        id,
+                    )
                 }
             };
             workloads.push(WorkloadRt {
@@ -592,15 +673,26 @@ impl<S: Scheduler> Sim<S> {
                 rt: false,
                 dirty_bytes_per_ns: 0.0,
                 helper,
+                packets: VecDeque::new(),
+                request_bytes: 0,
+                bytes_done: 0,
+                units_left: None,
+                units_running: 0,
+                finished_at: None,
             });
             threads.push(Thread {
                 task,
                 workload: wid,
                 index_in_workload: 0,
                 pc: 0,
-                state: if helper == NONE { ThState::Ready } else { ThState::Blocked },
+                state: if helper == NONE {
+                    ThState::Ready
+                } else {
+                    ThState::Blocked
+                },
                 rng: Rng::derive(seed, &["host_thread", &h.name, "thread"]),
                 request: None,
+                packet: None,
                 last_loop_at: SimTime(u64::MAX),
                 zero_time_loops: 0,
             });
@@ -609,6 +701,18 @@ impl<S: Scheduler> Sim<S> {
             }
         }
         let any_unowned = sc.host_threads.iter().any(|h| h.vm.is_none());
+        let io_backend = match sc.io_driver {
+            None => NONE,
+            Some(IoDriver::HostThread(i)) => n_vm_workloads + i,
+            Some(IoDriver::Vm(v)) => {
+                let local = sc.vms[v as usize]
+                    .workloads
+                    .iter()
+                    .position(|w| w.ops.iter().any(|o| matches!(o, Op::WaitPacket)));
+                vm_workload_base[v as usize]
+                    + local.expect("the parser checked the driver runs netback") as u32
+            }
+        };
         let ntasks = tasks.len();
         let turbo = sc.host.turbo_ghz.clone();
 
@@ -619,7 +723,7 @@ impl<S: Scheduler> Sim<S> {
             cpu_curr: vec![None; ncpus],
             state: vec![RunState::Halted; ntasks],
             tasks: tasks_info,
-                        nvms: sc.vms.len() as u32 + any_unowned as u32,
+            nvms: sc.vms.len() as u32 + any_unowned as u32,
             topo: topo.clone(),
         };
         let out = SchedOut {
@@ -687,11 +791,12 @@ impl<S: Scheduler> Sim<S> {
             streaks: vec![BTreeMap::new(); sc.vms.len()],
             boost_to_run: vec![Histogram::default(); sc.vms.len()],
             spin_loop_exits: Vec::new(),
-                        starvation_bound: None,
+            starvation_bound: None,
             metrics_since: SimTime::ZERO,
             n_vcpu_tasks,
             n_vm_workloads,
             helpers,
+            io_backend,
             vm_kemari,
             vm_drbd,
             vm_paused: vec![false; nvms],
@@ -744,7 +849,7 @@ impl<S: Scheduler> Sim<S> {
                 }
             }
         }
-                for t in self.st.n_vcpu_tasks..self.st.tasks.len() as u32 {
+        for t in self.st.n_vcpu_tasks..self.st.tasks.len() as u32 {
             if !self.st.tasks[t as usize].local.is_empty() {
                 self.make_runnable(t);
             }
@@ -800,7 +905,8 @@ impl<S: Scheduler> Sim<S> {
                 }
                 EventKind::TaskStart { task } => {
                     // An IPI may already have woken it.
-                                        if self.view.state[task as usize] == RunState::Halted && !self.vcpu_paused(task) {
+                    if self.view.state[task as usize] == RunState::Halted && !self.vcpu_paused(task)
+                    {
                         self.make_runnable(task);
                     }
                 }
@@ -1298,7 +1404,9 @@ impl<S: Scheduler> Sim<S> {
             return;
         }
         if let ThState::Compute {
-            remaining, release, ..
+            remaining,
+            release,
+            mode,
         } = self.st.threads[cur as usize].state
         {
             if remaining <= WORK_EPSILON {
@@ -1309,21 +1417,26 @@ impl<S: Scheduler> Sim<S> {
                 let th = &mut self.st.threads[cur as usize];
                 th.state = ThState::Ready;
                 th.pc += 1;
-            } else {
-                // Guest time slice over: rotate to the next runnable thread.
-                let task = &mut self.st.tasks[t as usize];
-                let slice = self.st.vm_timeslice[task.vm as usize];
-                if !task.local.is_empty() && self.st.now >= task.slice_start + slice {
-                    task.local.push_back(cur);
-                    task.cur = NONE;
-                }
+            }
+            // Guest time slice over: rotate to the next runnable thread, inside a user-mode
+            // compute and also when one ends (the return to user mode is where a guest
+            // kernel honours need_resched; otherwise a thread of short user operations that
+            // never blocks would keep its vCPU). Kernel work is not preempted (a
+            // PREEMPT_NONE guest kernel).
+            let task = &mut self.st.tasks[t as usize];
+            if mode == Mode::User
+                && !task.local.is_empty()
+                && self.st.now >= task.slice_start + self.st.vm_timeslice[task.vm as usize]
+            {
+                task.local.push_back(cur);
+                task.cur = NONE;
             }
         }
         self.run_guest(t);
     }
 
     /// Runs the executing task's guest threads until one needs time, spins, or all block.
-        fn run_guest(&mut self, t: TaskId) {
+    fn run_guest(&mut self, t: TaskId) {
         loop {
             if self.vcpu_paused(t) {
                 // Stopped by a Kemari sync: the vCPU thread sleeps until the VM resumes.
@@ -1434,7 +1547,7 @@ impl<S: Scheduler> Sim<S> {
                     th.zero_time_loops += 1;
                     if th.zero_time_loops > MAX_ZERO_TIME_LOOPS {
                         th.state = ThState::Blocked;
-                                                let vm = self.st.workloads[w].vm as usize;
+                        let vm = self.st.workloads[w].vm as usize;
                         let msg = if w >= self.st.n_vm_workloads as usize {
                             let hi = w - self.st.n_vm_workloads as usize;
                             format!("host_thread[{hi}] completed {MAX_ZERO_TIME_LOOPS} loops without time passing: its operations take no time")
@@ -1454,11 +1567,33 @@ impl<S: Scheduler> Sim<S> {
                 if !wl.counts_requests {
                     wl.completed += 1;
                 }
+                if wl.units_left.is_some() {
+                    wl.units_running -= 1;
+                    if wl.units_left == Some(0) && wl.units_running == 0 {
+                        wl.finished_at = Some(now);
+                    }
+                }
             }
             let th = &mut self.st.threads[id as usize];
+            if th.pc == 0 {
+                // A finite workload hands out its units one loop at a time (sysbench's
+                // event counter); with none left the thread exits.
+                let wl = &mut self.st.workloads[w];
+                match wl.units_left {
+                    Some(0) => {
+                        th.state = ThState::Blocked;
+                        return false;
+                    }
+                    Some(left) => {
+                        wl.units_left = Some(left - 1);
+                        wl.units_running += 1;
+                    }
+                    None => {}
+                }
+            }
             let op = &self.st.workloads[w].ops[th.pc as usize];
             match op {
-                                RtOp::Compute { work, mode } => {
+                RtOp::Compute { work, mode } => {
                     let x = work.sample(&mut th.rng);
                     let wl = &self.st.workloads[w];
                     if wl.dirty_bytes_per_ns > 0.0 {
@@ -1511,7 +1646,10 @@ impl<S: Scheduler> Sim<S> {
                         return true;
                     }
                 }
-                                RtOp::Io { latency, write_bytes } => {
+                RtOp::Io {
+                    latency,
+                    write_bytes,
+                } => {
                     let x = latency.sample(&mut th.rng).round() as u64;
                     let write_bytes = *write_bytes;
                     th.state = ThState::Blocked;
@@ -1521,10 +1659,13 @@ impl<S: Scheduler> Sim<S> {
                     if guest && self.st.vm_kemari[vm] != NONE {
                         self.ft_start_sync(vm, id, x, write_bytes);
                     } else if guest && write_bytes > 0 && self.st.vm_drbd[vm] != NONE {
-                        let from_cpu = self.st.tasks[self.st.threads[id as usize].task as usize].last_cpu;
+                        let from_cpu =
+                            self.st.tasks[self.st.threads[id as usize].task as usize].last_cpu;
                         self.ft_replicate(vm, id, now + SimDuration(x), write_bytes, from_cpu);
                     } else {
-                        self.st.q.push(now + SimDuration(x), EventKind::ThreadWake { thread: id });
+                        self.st
+                            .q
+                            .push(now + SimDuration(x), EventKind::ThreadWake { thread: id });
                     }
                     return false;
                 }
@@ -1553,14 +1694,18 @@ impl<S: Scheduler> Sim<S> {
                         }
                     }
                 }
-                                RtOp::HelperWork => {
+                RtOp::HelperWork => {
                     let h = self.st.workloads[w].helper as usize;
                     let work = self.ft_job_cpu(h);
                     // As for Compute: the pc advances when the work completes.
                     if work <= WORK_EPSILON {
                         self.st.threads[id as usize].pc += 1;
                     } else {
-                        self.st.threads[id as usize].state = ThState::Compute { remaining: work, mode: Mode::Kernel, release: NONE };
+                        self.st.threads[id as usize].state = ThState::Compute {
+                            remaining: work,
+                            mode: Mode::Kernel,
+                            release: NONE,
+                        };
                         return true;
                     }
                 }
@@ -1570,7 +1715,9 @@ impl<S: Scheduler> Sim<S> {
                     let h = &self.st.helpers[self.st.workloads[w].helper as usize];
                     let job = h.cur.expect("helper job");
                     let d = h.spec.transfer(job.bytes);
-                    self.st.q.push(now + d, EventKind::ThreadWake { thread: id });
+                    self.st
+                        .q
+                        .push(now + d, EventKind::ThreadWake { thread: id });
                     return false;
                 }
                 RtOp::HelperDone => {
@@ -1595,15 +1742,56 @@ impl<S: Scheduler> Sim<S> {
                 RtOp::Respond => {
                     th.pc += 1;
                     if let Some(arrived) = th.request.take() {
-                        let wl = &mut self.st.workloads[w];
-                        wl.latency.record(now.since(arrived).ns());
-                        wl.completed += 1;
-                        if let Some(Arrivals::Closed { think, .. }) = &wl.arrivals {
-                            let d = think.sample(&mut wl.rng);
-                            self.st.q.push(
-                                now + SimDuration(d.round() as u64),
-                                EventKind::Arrival { workload: w as u32 },
-                            );
+                        if self.st.io_backend == NONE {
+                            self.complete_request(w as u32, arrived);
+                        } else {
+                            self.to_backend(Packet {
+                                workload: w as u32,
+                                arrived,
+                                outbound: true,
+                            });
+                        }
+                    }
+                }
+                RtOp::WaitPacket => {
+                    let wl = &mut self.st.workloads[w];
+                    match wl.packets.pop_front() {
+                        Some(p) => {
+                            th.packet = Some(p);
+                            th.pc += 1;
+                        }
+                        None => {
+                            wl.waiting.push_back(id);
+                            th.state = ThState::Blocked;
+                            return false;
+                        }
+                    }
+                }
+                RtOp::PacketWork {
+                    per_packet,
+                    per_kib,
+                } => {
+                    let bytes = th
+                        .packet
+                        .map_or(0, |p| self.st.workloads[p.workload as usize].request_bytes);
+                    let x = per_packet + per_kib * bytes as f64 / 1024.0;
+                    if x > WORK_EPSILON {
+                        th.state = ThState::Compute {
+                            remaining: x,
+                            mode: Mode::Kernel,
+                            release: NONE,
+                        };
+                        return true;
+                    }
+                    th.pc += 1;
+                }
+                RtOp::Forward => {
+                    th.pc += 1;
+                    if let Some(p) = th.packet.take() {
+                        if p.outbound {
+                            self.complete_request(p.workload, p.arrived);
+                        } else {
+                            self.deliver_request(p.workload, p.arrived);
                         }
                     }
                 }
@@ -1832,7 +2020,7 @@ impl<S: Scheduler> Sim<S> {
 
     /// A guest thread became runnable (I/O done, timer, request): queue it on its vCPU and
     /// interrupt the vCPU if it is halted.
-        fn make_thread_ready(&mut self, id: ThreadId) {
+    fn make_thread_ready(&mut self, id: ThreadId) {
         let t = self.st.threads[id as usize].task;
         if self.st.workloads[self.st.threads[id as usize].workload as usize].rt {
             self.make_rt_thread_ready(id, t);
@@ -1851,11 +2039,13 @@ impl<S: Scheduler> Sim<S> {
         }
     }
 
-        /// An RT-priority guest thread preempts the vCPU's normal threads at once.
+    /// An RT-priority guest thread preempts the vCPU's normal threads at once.
     fn make_rt_thread_ready(&mut self, id: ThreadId, t: TaskId) {
         let cur = self.st.tasks[t as usize].cur;
-        let preempt = cur != NONE && !self.st.workloads[self.st.threads[cur as usize].workload as usize].rt;
-        let executing = matches!(self.view.state[t as usize], RunState::Running(_)) && self.st.tasks[t as usize].executing;
+        let preempt =
+            cur != NONE && !self.st.workloads[self.st.threads[cur as usize].workload as usize].rt;
+        let executing = matches!(self.view.state[t as usize], RunState::Running(_))
+            && self.st.tasks[t as usize].executing;
         if preempt {
             if executing {
                 self.settle(t);
@@ -1929,19 +2119,66 @@ impl<S: Scheduler> Sim<S> {
             }
             _ => {}
         }
+        if self.st.io_backend == NONE {
+            self.deliver_request(w, now);
+        } else {
+            self.to_backend(Packet {
+                workload: w,
+                arrived: now,
+                outbound: false,
+            });
+        }
+    }
+
+    /// A request reaches its guest workload: wake a waiting thread or queue it.
+    fn deliver_request(&mut self, w: u32, arrived: SimTime) {
+        let wl = &mut self.st.workloads[w as usize];
         match wl.waiting.pop_front() {
             Some(th) => {
                 let t = &mut self.st.threads[th as usize];
-                t.request = Some(now);
+                t.request = Some(arrived);
                 t.pc += 1;
                 t.state = ThState::Ready;
                 self.make_thread_ready(th);
             }
-            None => wl.queue.push_back(now),
+            None => wl.queue.push_back(arrived),
         }
     }
 
-        // ----------------------------------------------------------------- software FT (crate::ft)
+    /// A packet enters the split driver's backend queue; an idle backend thread wakes.
+    fn to_backend(&mut self, p: Packet) {
+        let b = self.st.io_backend as usize;
+        self.st.h.backend_packets += 1;
+        let wl = &mut self.st.workloads[b];
+        match wl.waiting.pop_front() {
+            Some(th) => {
+                let t = &mut self.st.threads[th as usize];
+                t.packet = Some(p);
+                t.pc += 1;
+                t.state = ThState::Ready;
+                self.make_thread_ready(th);
+            }
+            None => wl.packets.push_back(p),
+        }
+    }
+
+    /// The response to a request arriving at `arrived` has left the host.
+    fn complete_request(&mut self, w: u32, arrived: SimTime) {
+        let now = self.st.now;
+        let wl = &mut self.st.workloads[w as usize];
+        wl.latency.record(now.since(arrived).ns());
+        wl.completed += 1;
+        wl.bytes_done += wl.request_bytes;
+        if let Some(Arrivals::Closed { think, .. }) = &wl.arrivals {
+            let d = think.sample(&mut wl.rng);
+            self.st.q.push(
+                now + SimDuration(d.round() as u64),
+                EventKind::Arrival { workload: w },
+            );
+        }
+    }
+
+    // ----------------------------------------------------------------- software FT (crate::ft)
 
     fn vcpu_paused(&self, t: TaskId) -> bool {
         t < self.st.n_vcpu_tasks && self.st.vm_paused[self.st.tasks[t as usize].vm as usize]
@@ -1962,12 +2199,22 @@ impl<S: Scheduler> Sim<S> {
         let from = self.st.threads[thread as usize].task;
         let base = self.st.vm_task_base[vm];
         for v in base..base + self.st.vm_vcpus[vm] {
-            if v != from && matches!(self.view.state[v as usize], RunState::Running(_)) && self.st.tasks[v as usize].executing {
+            if v != from
+                && matches!(self.view.state[v as usize], RunState::Running(_))
+                && self.st.tasks[v as usize].executing
+            {
                 self.settle(v);
                 self.halt(v);
             }
         }
-        let job = Job { guest_thread: thread, enqueued: now, bytes, io_ns, write_bytes, local_done: now };
+        let job = Job {
+            guest_thread: thread,
+            enqueued: now,
+            bytes,
+            io_ns,
+            write_bytes,
+            local_done: now,
+        };
         let from_cpu = self.st.tasks[from as usize].last_cpu;
         let h = self.st.vm_kemari[vm] as usize;
         self.ft_submit(h, job, from_cpu);
@@ -1975,8 +2222,22 @@ impl<S: Scheduler> Sim<S> {
 
     /// A guest disk write goes to the VM's DRBD helper; it completes at the later of the
     /// local write (`local_done`) and the replication.
-    fn ft_replicate(&mut self, vm: usize, thread: ThreadId, local_done: SimTime, bytes: u64, from_cpu: u32) {
-        let job = Job { guest_thread: thread, enqueued: self.st.now, bytes: bytes as f64, io_ns: 0, write_bytes: bytes, local_done };
+    fn ft_replicate(
+        &mut self,
+        vm: usize,
+        thread: ThreadId,
+        local_done: SimTime,
+        bytes: u64,
+        from_cpu: u32,
+    ) {
+        let job = Job {
+            guest_thread: thread,
+            enqueued: self.st.now,
+            bytes: bytes as f64,
+            io_ns: 0,
+            write_bytes: bytes,
+            local_done,
+        };
         let h = self.st.vm_drbd[vm] as usize;
         self.ft_submit(h, job, from_cpu);
     }
@@ -1992,7 +2253,10 @@ impl<S: Scheduler> Sim<S> {
         let (tid, task) = (helper.thread, helper.task);
         let last = self.st.tasks[task as usize].last_cpu;
         if last != NONE && from_cpu != NONE && last != from_cpu && self.st.costs_ipi.ns() > 0 {
-            self.st.q.push(self.st.now + self.st.costs_ipi, EventKind::ThreadWake { thread: tid });
+            self.st.q.push(
+                self.st.now + self.st.costs_ipi,
+                EventKind::ThreadWake { thread: tid },
+            );
         } else {
             self.st.threads[tid as usize].state = ThState::Ready;
             self.make_thread_ready(tid);
@@ -2005,7 +2269,11 @@ impl<S: Scheduler> Sim<S> {
         let job = helper.cur.expect("a helper works only on a taken job");
         let mib = job.bytes / crate::ft::MIB;
         match helper.spec {
-            crate::ft::HelperSpec::Kemari { sync_cpu, copy_cpu_per_mib, .. } => {
+            crate::ft::HelperSpec::Kemari {
+                sync_cpu,
+                copy_cpu_per_mib,
+                ..
+            } => {
                 // The dirty pages were last written by the vCPU: refill them from its cache.
                 let here = match self.view.state[helper.task as usize] {
                     RunState::Running(c) => c,
@@ -2023,7 +2291,11 @@ impl<S: Scheduler> Sim<S> {
                 };
                 sync_cpu.ns() as f64 + mib * (copy_cpu_per_mib.ns() + refill) as f64
             }
-            crate::ft::HelperSpec::Drbd { cpu_per_write, cpu_per_mib, .. } => cpu_per_write.ns() as f64 + mib * cpu_per_mib.ns() as f64,
+            crate::ft::HelperSpec::Drbd {
+                cpu_per_write,
+                cpu_per_mib,
+                ..
+            } => cpu_per_write.ns() as f64 + mib * cpu_per_mib.ns() as f64,
         }
     }
 
@@ -2031,18 +2303,24 @@ impl<S: Scheduler> Sim<S> {
     fn ft_job_done(&mut self, h: usize) {
         let now = self.st.now;
         let helper = &mut self.st.helpers[h];
-        let job = helper.cur.take().expect("a helper completes only a taken job");
+        let job = helper
+            .cur
+            .take()
+            .expect("a helper completes only a taken job");
         helper.jobs_done += 1;
         helper.job_latency.record(now.since(job.enqueued).ns());
         let here = self.st.tasks[helper.task as usize].last_cpu;
         let vm = helper.vm as usize;
         let is_kemari = matches!(helper.spec, crate::ft::HelperSpec::Kemari { .. });
         let ipi = self.st.costs_ipi;
-        let vcpu_of = |st: &State, th: ThreadId| st.tasks[st.threads[th as usize].task as usize].last_cpu;
+        let vcpu_of =
+            |st: &State, th: ThreadId| st.tasks[st.threads[th as usize].task as usize].last_cpu;
         if is_kemari {
             if self.st.vm_paused[vm] {
                 self.st.vm_paused[vm] = false;
-                self.st.vm_paused_ns[vm] += now.since(self.st.vm_paused_since[vm].max(self.st.metrics_since)).ns();
+                self.st.vm_paused_ns[vm] += now
+                    .since(self.st.vm_paused_since[vm].max(self.st.metrics_since))
+                    .ns();
             }
             let base = self.st.vm_task_base[vm];
             for v in base..base + self.st.vm_vcpus[vm] {
@@ -2062,12 +2340,22 @@ impl<S: Scheduler> Sim<S> {
             if job.write_bytes > 0 && self.st.vm_drbd[vm] != NONE {
                 self.ft_replicate(vm, job.guest_thread, local_done, job.write_bytes, here);
             } else {
-                self.st.q.push(local_done, EventKind::ThreadWake { thread: job.guest_thread });
+                self.st.q.push(
+                    local_done,
+                    EventKind::ThreadWake {
+                        thread: job.guest_thread,
+                    },
+                );
             }
         } else {
             let cross = vcpu_of(&self.st, job.guest_thread) != here;
             let at = job.local_done.max(now) + if cross { ipi } else { SimDuration::ZERO };
-            self.st.q.push(at, EventKind::ThreadWake { thread: job.guest_thread });
+            self.st.q.push(
+                at,
+                EventKind::ThreadWake {
+                    thread: job.guest_thread,
+                },
+            );
         }
     }
 
@@ -2098,7 +2386,9 @@ impl<S: Scheduler> Sim<S> {
                     self.view.state[t]
                 ));
             }
-                        if self.st.default_affinity[t] && self.st.isolcpus.as_ref().is_some_and(|iso| iso.contains(c)) {
+            if self.st.default_affinity[t]
+                && self.st.isolcpus.as_ref().is_some_and(|iso| iso.contains(c))
+            {
                 self.st.error = Some(format!("invariant: task {t} runs on isolated pCPU {c} without naming it in its affinity"));
             }
             if self.vcpu_paused(t as TaskId) && self.st.tasks[t].executing {
@@ -2178,6 +2468,7 @@ impl<S: Scheduler> Sim<S> {
         }
         for w in &mut self.st.workloads {
             w.completed = 0;
+            w.bytes_done = 0;
             w.latency.clear();
         }
         self.st.h = HostCounters::default();
@@ -2187,7 +2478,7 @@ impl<S: Scheduler> Sim<S> {
         for h in &mut self.st.boost_to_run {
             h.clear();
         }
-                self.st.sched_counters_at_warmup = self.sched.counters();
+        self.st.sched_counters_at_warmup = self.sched.counters();
         for h in &mut self.st.helpers {
             h.jobs_done = 0;
             h.job_latency.clear();
@@ -2250,6 +2541,9 @@ impl<S: Scheduler> Sim<S> {
                     throughput: rt.completed as f64 / secs,
                     throughput_unit: w.unit.clone(),
                     latency_ms: latency,
+                    bandwidth_mbps: (rt.request_bytes > 0)
+                        .then(|| rt.bytes_done as f64 * 8.0 / secs / 1e6),
+                    completion_s: rt.finished_at.map(|t| t.as_secs_f64()),
                 });
             }
             let first = workloads.first();
@@ -2273,12 +2567,19 @@ impl<S: Scheduler> Sim<S> {
                     streaks: streak_summary(&self.st.streaks[vi]),
                     boost_to_run_ms: latency_summary(&self.st.boost_to_run[vi]),
                 }),
-                                workloads,
+                workloads,
                 vcpus,
                 ft: (self.st.vm_kemari[vi] != NONE).then(|| FtSummary {
                     syncs: self.st.vm_syncs[vi],
                     paused_time_s: s(self.st.vm_paused_ns[vi]
-                        + if self.st.vm_paused[vi] { self.st.end.since(self.st.vm_paused_since[vi].max(self.st.metrics_since)).ns() } else { 0 }),
+                        + if self.st.vm_paused[vi] {
+                            self.st
+                                .end
+                                .since(self.st.vm_paused_since[vi].max(self.st.metrics_since))
+                                .ns()
+                        } else {
+                            0
+                        }),
                 }),
             });
         }
@@ -2341,8 +2642,9 @@ impl<S: Scheduler> Sim<S> {
                 global_timers: h.ev_global,
                 op_completions: h.op_completions,
                 scheduler_timers: h.timer_fires,
-                                ipis_sent: h.ipis_sent,
+                ipis_sent: h.ipis_sent,
                 lock_acquisitions: h.lock_acquisitions,
+                backend_packets: h.backend_packets,
             },
             host_threads,
         }

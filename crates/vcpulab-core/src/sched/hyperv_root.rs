@@ -440,7 +440,10 @@ impl Scheduler for HyperVRoot {
     /// thread waits at most one quantum (noticed at the next clock tick) per other thread.
     /// Weights are ignored by the root scheduler.
     fn starvation_bound(&self, view: &super::SchedView) -> Option<SimDuration> {
-                let turns = view.tasks.len() as u64 * (self.wake_boost as u64 + 1);
-        Some(super::turns_bound(self.quantum + self.clock_interval, turns))
+        let turns = view.tasks.len() as u64 * (self.wake_boost as u64 + 1);
+        Some(super::turns_bound(
+            self.quantum + self.clock_interval,
+            turns,
+        ))
     }
 }

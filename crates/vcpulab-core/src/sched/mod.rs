@@ -185,12 +185,16 @@ pub fn proportional_share_bound(view: &SchedView, turn: SimDuration) -> SimDurat
     }
     let widest_vm = per_vm.into_iter().max().unwrap_or(1).max(1);
     let stretch = (wmax / wmin.max(1)).max(1).saturating_mul(widest_vm);
-        turns_bound(turn, n.saturating_mul(stretch))
+    turns_bound(turn, n.saturating_mul(stretch))
 }
 
 /// `turns` turns of at most `turn` each, plus the slack.
 pub fn turns_bound(turn: SimDuration, turns: u64) -> SimDuration {
-    SimDuration(turn.ns().saturating_mul(turns).saturating_add(STARVATION_SLACK.ns()))
+    SimDuration(
+        turn.ns()
+            .saturating_mul(turns)
+            .saturating_add(STARVATION_SLACK.ns()),
+    )
 }
 
 /// Declares counters as a fixed array indexed by an enum-like set of constants.

@@ -140,6 +140,6 @@ impl Scheduler for Rr {
     }
     /// Weight-blind round robin: each queued task runs within one slice per task ahead.
     fn starvation_bound(&self, view: &super::SchedView) -> Option<SimDuration> {
-                Some(super::turns_bound(self.slice, view.tasks.len() as u64))
+        Some(super::turns_bound(self.slice, view.tasks.len() as u64))
     }
 }

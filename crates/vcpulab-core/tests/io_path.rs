@@ -1,0 +1,265 @@
+//! The network I/O path (issue 4): requests from outside, the split driver's backend
+//! (netback in a driver domain or a host thread) against direct assignment, bandwidth from
+//! completed bytes, and finite workloads (sysbench-cpu with `events`).
+
+use vcpulab_core::api::{run, RunOptions};
+use vcpulab_core::summary::Summary;
+use vcpulab_core::Scenario;
+
+fn checked() -> RunOptions {
+    RunOptions {
+        check_invariants: true,
+        ..Default::default()
+    }
+}
+
+fn scenario(text: &str) -> Scenario {
+    Scenario::from_toml_str(text, "io.toml").unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn err(text: &str) -> String {
+    Scenario::from_toml_str(text, "io.toml")
+        .unwrap_err()
+        .to_string()
+}
+
+fn go(text: &str) -> Summary {
+    run(&scenario(text), None, &checked()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A 2-pCPU host; VM "vm1" runs `workloads`; `path` is "direct" or "split" (then a 1-vCPU
+/// driver domain "dom0" runs netback); `extra` is appended (more VMs).
+fn host(scheduler: &str, path: &str, workloads: &str, extra: &str) -> String {
+    let (io, dom0) = if path == "split" {
+        (
+            "io_path = \"split\"\nio_driver = \"dom0\"",
+            "[[vm]]\nname = \"dom0\"\nvcpus = 1\n[[vm.workload]]\nkind = \"netback\"\n",
+        )
+    } else {
+        ("", "")
+    };
+    format!(
+        "duration = \"10s\"\n[host]\ncores_per_socket = 2\n{io}\n[scheduler]\nname = \"{scheduler}\"\n{dom0}[[vm]]\nname = \"vm1\"\nvcpus = 1\n{workloads}\n{extra}"
+    )
+}
+
+fn workload<'a>(
+    s: &'a Summary,
+    vm: &str,
+    kind: &str,
+) -> &'a vcpulab_core::summary::WorkloadSummary {
+    let v = s.vms.iter().find(|v| v.name == vm).unwrap();
+    v.workloads.iter().find(|w| w.kind == kind).unwrap()
+}
+
+#[test]
+fn direct_path_latency_is_the_service_time_on_an_idle_host() {
+    let s = go(&host(
+        "cfs",
+        "direct",
+        "[[vm.workload]]\nkind = \"ping\"\ninterval = \"10ms\"\nhandle = \"20us\"",
+        "",
+    ));
+    let ping = workload(&s, "vm1", "ping");
+    let lat = ping.latency_ms.as_ref().unwrap();
+    assert_eq!(ping.completed, 999); // the 1,000th arrives at the end
+                                     // Halted vCPU: the arrival wakes it, the handler runs 20 us; only switch costs add.
+    assert!(lat.mean >= 0.020 && lat.mean < 0.030, "{lat:?}");
+    assert!(s.event_counts.backend_packets == 0);
+}
+
+#[test]
+fn split_path_passes_every_packet_through_the_driver_domain_twice() {
+    let s = go(&host(
+        "cfs",
+        "split",
+        "[[vm.workload]]\nkind = \"ping\"\ninterval = \"10ms\"\nhandle = \"20us\"",
+        "",
+    ));
+    let ping = workload(&s, "vm1", "ping");
+    assert_eq!(ping.completed, 999); // the 1,000th arrives at the end
+                                     // Request in, reply out: two packets per echo (the last may still be in flight).
+    assert!(
+        (1997..=1999).contains(&s.event_counts.backend_packets),
+        "{}",
+        s.event_counts.backend_packets
+    );
+    let dom0 = s.vms.iter().find(|v| v.name == "dom0").unwrap();
+    // 2,000 packets x (5 us + 0.5 us/KiB x 84 B): ~10 ms of driver-domain CPU.
+    assert!(
+        dom0.cpu_time_s > 0.010 && dom0.cpu_time_s < 0.012,
+        "{}",
+        dom0.cpu_time_s
+    );
+    let lat = ping.latency_ms.as_ref().unwrap();
+    // Two backend passes (5 us each) and two extra wake-ups on top of the 20 us handler.
+    assert!(lat.mean > 0.030 && lat.mean < 0.045, "{lat:?}");
+}
+
+#[test]
+fn a_vhost_host_thread_can_be_the_backend() {
+    let text = "duration = \"2s\"\n[host]\ncores_per_socket = 2\nio_path = \"split\"\nio_driver = \"vhost\"\n[scheduler]\nname = \"cfs\"\n[[vm]]\nname = \"vm1\"\nvcpus = 1\n[[vm.workload]]\nkind = \"ping\"\ninterval = \"10ms\"\n[[host_thread]]\nname = \"vhost\"\nvm = \"vm1\"\nworkload = { kind = \"netback\" }\n";
+    let s = go(text);
+    assert_eq!(workload(&s, "vm1", "ping").completed, 199);
+    assert!(s.event_counts.backend_packets >= 397);
+    assert!(s.host_threads[0].cpu_time_s > 0.0);
+}
+
+#[test]
+fn netperf_bandwidth_follows_window_round_trip_and_receive_cost() {
+    // One segment in flight: each takes rtt (50 us) + receive (64 KiB x 1 us/KiB = 64 us)
+    // + a wake-up, so ~64 KiB per ~114 us = ~4.6 Gb/s.
+    let s = go(&host(
+        "cfs",
+        "direct",
+        "[[vm.workload]]\nkind = \"netperf\"\nwindow = 1",
+        "",
+    ));
+    let bw = workload(&s, "vm1", "netperf").bandwidth_mbps.unwrap();
+    let ideal = 65536.0 * 8.0 / 114e-6 / 1e6;
+    assert!(bw < ideal && bw > 0.95 * ideal, "{bw} vs {ideal}");
+    // A window of 16 hides the round trip: the receiver's CPU (64 us/segment) bounds it.
+    let s = go(&host(
+        "cfs",
+        "direct",
+        "[[vm.workload]]\nkind = \"netperf\"",
+        "",
+    ));
+    let bw = workload(&s, "vm1", "netperf").bandwidth_mbps.unwrap();
+    let cpu_bound = 65536.0 * 8.0 / 64e-6 / 1e6;
+    assert!(
+        bw < cpu_bound && bw > 0.95 * cpu_bound,
+        "{bw} vs {cpu_bound}"
+    );
+}
+
+#[test]
+fn a_receiver_sharing_its_pcpu_with_hogs_loses_bandwidth_and_latency() {
+    let hogs = "[[vm]]\nname = \"hog\"\nvcpus = 4\naffinity = \"1\"\n[[vm.workload]]\nkind = \"stress-ng\"\nthreads = 4";
+    let alone = go(&host("cfs", "direct", "affinity = \"1\"\n[[vm.workload]]\nkind = \"netperf\"\n[[vm.workload]]\nkind = \"ping\"\ninterval = \"7ms\"", ""));
+    let shared = go(&host("cfs", "direct", "affinity = \"1\"\n[[vm.workload]]\nkind = \"netperf\"\n[[vm.workload]]\nkind = \"ping\"\ninterval = \"7ms\"", hogs));
+    let (a, b) = (
+        workload(&alone, "vm1", "netperf").bandwidth_mbps.unwrap(),
+        workload(&shared, "vm1", "netperf").bandwidth_mbps.unwrap(),
+    );
+    assert!(b < 0.5 * a, "alone {a} Mb/s, shared {b} Mb/s");
+    let (a, b) = (
+        workload(&alone, "vm1", "ping")
+            .latency_ms
+            .as_ref()
+            .unwrap()
+            .mean,
+        workload(&shared, "vm1", "ping")
+            .latency_ms
+            .as_ref()
+            .unwrap()
+            .mean,
+    );
+    assert!(b > 2.0 * a, "alone {a} ms, shared {b} ms");
+}
+
+#[test]
+fn finite_sysbench_reports_its_completion_time_and_then_stops() {
+    // 1,000 events of 1 ms over 2 threads on 2 idle pCPUs: done at ~0.5 s.
+    let s = go(&host("cfs", "direct", "vcpus = 2\n[[vm.workload]]\nkind = \"sysbench-cpu\"\nthreads = 2\nevents = 1000\nevent_cost = \"1ms\"", "").replace("vcpus = 1\nvcpus = 2", "vcpus = 2"));
+    let w = workload(&s, "vm1", "sysbench-cpu");
+    assert_eq!(w.completed, 1000);
+    let done = w.completion_s.unwrap();
+    assert!(done > 0.5 && done < 0.505, "{done}");
+    let vm = s.vms.iter().find(|v| v.name == "vm1").unwrap();
+    assert!(
+        vm.cpu_time_s < 1.01,
+        "the threads stopped: {}",
+        vm.cpu_time_s
+    );
+    // Without `events` it runs to the end and reports no completion.
+    let s = go(&host(
+        "cfs",
+        "direct",
+        "[[vm.workload]]\nkind = \"sysbench-cpu\"\nevent_cost = \"1ms\"",
+        "",
+    ));
+    assert!(workload(&s, "vm1", "sysbench-cpu").completion_s.is_none());
+}
+
+#[test]
+fn bad_io_paths_are_refused_with_the_key_path() {
+    let base = host("cfs", "direct", "[[vm.workload]]\nkind = \"ping\"", "");
+    let e = err(&base.replace(
+        "cores_per_socket = 2\n",
+        "cores_per_socket = 2\nio_path = \"split\"\n",
+    ));
+    assert!(e.contains("host.io_path") && e.contains("io_driver"), "{e}");
+    let e = err(&base.replace(
+        "cores_per_socket = 2\n",
+        "cores_per_socket = 2\nio_path = \"sriov\"\n",
+    ));
+    assert!(
+        e.contains("host.io_path") && e.contains("\"direct\", \"split\""),
+        "{e}"
+    );
+    let e = err(&base.replace(
+        "cores_per_socket = 2\n",
+        "cores_per_socket = 2\nio_driver = \"vm1\"\n",
+    ));
+    assert!(
+        e.contains("host.io_driver") && e.contains("io_path = \"split\""),
+        "{e}"
+    );
+    let e = err(&base.replace(
+        "cores_per_socket = 2\n",
+        "cores_per_socket = 2\nio_path = \"split\"\nio_driver = \"nope\"\n",
+    ));
+    assert!(
+        e.contains("host.io_driver") && e.contains("no VM or host thread named \"nope\""),
+        "{e}"
+    );
+    let e = err(&base.replace(
+        "cores_per_socket = 2\n",
+        "cores_per_socket = 2\nio_path = \"split\"\nio_driver = \"vm1\"\n",
+    ));
+    assert!(
+        e.contains("host.io_driver") && e.contains("runs no netback"),
+        "{e}"
+    );
+    let e = err(&host(
+        "cfs",
+        "direct",
+        "[[vm.workload]]\nkind = \"netback\"",
+        "",
+    ));
+    assert!(
+        e.contains("vm[0].workload[0].kind") && e.contains("split-driver backend"),
+        "{e}"
+    );
+    let e = err(&host(
+        "cfs",
+        "direct",
+        "[[vm.workload]]\nkind = \"netperf\"\nwindow = 0",
+        "",
+    ));
+    assert!(e.contains("vm[0].workload[0].window"), "{e}");
+    let e = err(&host(
+        "cfs",
+        "direct",
+        "[[vm.workload]]\nkind = \"stress-ng\"\nrequest_bytes = 10",
+        "",
+    ));
+    assert!(e.contains("request_bytes"), "{e}");
+}
+
+#[test]
+fn threads_of_short_user_operations_share_their_vcpu() {
+    // Two never-blocking threads of 10 us user computes on one vCPU: the guest time slice
+    // rotates them at operation boundaries, so each gets half (before the fix, the first
+    // kept the vCPU and the second completed nothing).
+    let w =
+        "[[vm.workload]]\nkind = \"program\"\nops = [{ op = \"compute\", duration = \"10us\" }]\n";
+    let s = go(&host("cfs", "direct", &format!("{w}{w}"), ""));
+    let vm = &s.vms[0];
+    let (a, b) = (
+        vm.workloads[0].completed as f64,
+        vm.workloads[1].completed as f64,
+    );
+    assert!(b > 0.0 && (a / b - 1.0).abs() < 0.02, "{a} vs {b}");
+}
