@@ -160,3 +160,25 @@ def test_native_stub_matches_module():
             sig = inspect.signature(getattr(_native, node.name))
             assert list(sig.parameters) == [a.arg for a in node.args.args], node.name
     assert (stub.parent / "py.typed").exists()
+
+
+def _io_scenario(path: str) -> dict:
+    vms = [{"name": "vm1", "vcpus": 1, "workload": [{"kind": "netperf"}, {"kind": "ping", "interval": "5ms"}]}]
+    host = {"cores_per_socket": 2}
+    if path == "split":
+        host |= {"io_path": "split", "io_driver": "dom0"}
+        vms.insert(0, {"name": "dom0", "vcpus": 1, "workload": [{"kind": "netback"}]})
+    return {"name": f"io-{path}", "duration": "2s", "host": host, "scheduler": {"name": "cfs"}, "vm": vms}
+
+
+def test_io_path_bandwidth_and_latency_columns():
+    direct = vcpulab.run(_io_scenario("direct")).workloads().set_index(["vm", "kind"])
+    split = vcpulab.run(_io_scenario("split")).workloads().set_index(["vm", "kind"])
+    assert direct.loc[("vm1", "netperf"), "bandwidth_mbps"] > 1000
+    # The backend pass costs bandwidth and adds latency.
+    assert split.loc[("vm1", "netperf"), "bandwidth_mbps"] < direct.loc[("vm1", "netperf"), "bandwidth_mbps"]
+    assert split.loc[("vm1", "ping"), "latency_mean_ms"] > direct.loc[("vm1", "ping"), "latency_mean_ms"]
+    bad = _io_scenario("split")
+    bad["host"]["io_driver"] = "vm1"
+    with pytest.raises(vcpulab.ScenarioError, match=r"host\.io_driver.*runs no netback"):
+        vcpulab.run(bad)
