@@ -449,6 +449,7 @@ impl<S: Scheduler> Sim<S> {
                     index: i,
                     affinity,
                     weight: vm.weight,
+                    cap: vm.cap,
                 });
                                 tasks.push(Task::new(vi as u32, sc.kvm.as_ref().map_or(0, |k| k.ple_window)));
             }
@@ -542,6 +543,7 @@ impl<S: Scheduler> Sim<S> {
                 index: hi as u32,
                 affinity: h.affinity.clone().unwrap_or_else(|| sc.host.default_affinity()),
                 weight: h.weight,
+                cap: 0,
             });
             tasks.push(Task::new(owner, 0));
             let wid = workloads.len() as u32;
