@@ -305,3 +305,22 @@ fn bad_parameters_and_caps_are_refused_with_their_key() {
         Scenario::from_toml_str(&ok, "ok.toml").unwrap_or_else(|e| panic!("{e}"));
     }
 }
+
+/// The run-length estimate counts Credit's ticks: pCPUs x duration / (tslice_ms / 3).
+#[test]
+fn the_run_length_estimate_counts_credit_ticks() {
+    let text = hogs("cores_per_socket = 4", &[(2, 256)], "");
+    let est = vcpulab_core::api::estimate_parts(&scenario(&text));
+    assert!(
+        (est.scheduler - 4.0 * 12.0 / 0.010).abs() < 1.0,
+        "{}",
+        est.scheduler
+    );
+    let text = text.replace("name = \"credit\"", "name = \"credit\"\ntslice_ms = 2");
+    let est = vcpulab_core::api::estimate_parts(&scenario(&text));
+    assert!(
+        (est.scheduler - 4.0 * 12.0 / 0.002).abs() < 1.0,
+        "{}",
+        est.scheduler
+    );
+}

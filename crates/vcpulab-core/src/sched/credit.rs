@@ -161,6 +161,26 @@ pub const PRI_UNDER: i8 = -1;
 pub const PRI_OVER: i8 = -2;
 pub const PRI_IDLE: i8 = -64;
 
+/// The tick of a `[scheduler]` table's parameters, in ns (for run-length estimates).
+pub fn tick_ns(params: &toml::Table) -> u64 {
+    let tslice_ms = params
+        .get("tslice_ms")
+        .and_then(|v| v.as_integer())
+        .unwrap_or(30)
+        .clamp(1, 1000) as u64;
+    tick_of(tslice_ms)
+}
+
+/// The tick for a slice of `tslice_ms`: a third of it, or all of it below 3 ms.
+fn tick_of(tslice_ms: u64) -> u64 {
+    let ticks = if tslice_ms < TICKS_PER_TSLICE {
+        1
+    } else {
+        TICKS_PER_TSLICE
+    };
+    tslice_ms * NS_PER_MS / ticks
+}
+
 /// Checks the parameters beyond their types (Xen's sysctl limits).
 pub fn check_params(t: &Table) -> Res<()> {
     let tslice = match t.get("tslice_ms") {
@@ -387,15 +407,9 @@ pub struct Credit {
 impl Credit {
     pub fn new(p: &Params) -> Credit {
         let tslice_ms = p.int("tslice_ms").clamp(1, 1000) as u64;
-        let tslice = tslice_ms * NS_PER_MS;
-        let ticks = if tslice_ms < TICKS_PER_TSLICE {
-            1
-        } else {
-            TICKS_PER_TSLICE
-        };
         Credit {
-            tslice,
-            tick: tslice / ticks,
+            tslice: tslice_ms * NS_PER_MS,
+            tick: tick_of(tslice_ms),
             ratelimit: p.int("ratelimit_us").max(0) as u64 * NS_PER_US,
             credits_per_tslice: CREDITS_PER_MSEC * tslice_ms as i64,
             credit: 0,
