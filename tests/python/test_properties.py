@@ -75,6 +75,8 @@ _schedulers = st.one_of(
                            "group_per_vm": st.booleans(), "wakeup_preemption": st.booleans()}),
     st.fixed_dictionaries({"name": st.just("eevdf"), "base_slice": _dur_us(100, 3000),
                            "group_per_vm": st.booleans(), "buddy_rule": st.sampled_from(["6.14", "6.6"])}),
+    st.fixed_dictionaries({"name": st.just("credit"), "tslice_ms": st.integers(3, 60),
+                           "ratelimit_us": st.sampled_from([0, 100, 1000])}),
 )
 _kvm = st.one_of(
     st.none(),

@@ -188,6 +188,9 @@ pub fn estimate_parts(sc: &Scenario) -> EventEstimate {
             }
         }
     }
+    if sc.scheduler.name == "credit" {
+        period = period.min(sched::credit::tick_ns(&sc.scheduler.params) as f64);
+    }
     let scheduler = if period.is_finite() {
         pcpus * dur / period
     } else {

@@ -166,6 +166,8 @@ pub struct VmSpec {
     pub name: String,
     pub vcpus: u32,
     pub weight: u32,
+    /// Percent of one pCPU the whole VM may use (Xen Credit `cap`); 0: no cap.
+    pub cap: u32,
     /// Per-vCPU affinity (one entry per vCPU); None = all pCPUs.
     pub affinity: Vec<Option<CpuSet>>,
     pub spinlock: LockKind,
@@ -598,6 +600,19 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
     let name = parse_name(&t, "VM")?;
     let vcpus = t.req("vcpus")?.u64_in(1, MAX_VCPUS_TOTAL)? as u32;
     let weight = t.opt_u64("weight", 1, 65_535)?.unwrap_or(256) as u32;
+    let cap = match t.get("cap") {
+        None => 0,
+        Some(o) => {
+            let most = 100 * vcpus as u64;
+            let c = o.u64_in(0, 65_535)?;
+            if c > most {
+                return o.err(format!(
+                    "{c} is more than {vcpus} vCPUs can use (100 per vCPU); allowed 0 (no cap) to {most}"
+                ));
+            }
+            c as u32
+        }
+    };
     let affinity = match t.get("affinity") {
         None => vec![None; vcpus as usize],
         Some(o) => match o.v {
@@ -655,6 +670,7 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
         "name",
         "vcpus",
         "weight",
+        "cap",
         "affinity",
         "spinlock",
         "guest_timeslice",
@@ -665,6 +681,7 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
         name,
         vcpus,
         weight,
+        cap,
         affinity,
         spinlock,
         guest_timeslice,

@@ -69,14 +69,7 @@ utilization = 30
     )
 }
 
-const SCHEDULERS: &[&str] = &[
-    "rr",
-    "hyperv-root",
-    "hyperv-classic",
-    "hyperv-core",
-    "cfs",
-    "eevdf",
-];
+const SCHEDULERS: &[&str] = &["rr", "hyperv-root", "hyperv-classic", "hyperv-core", "cfs", "eevdf", "credit"];
 
 /// Verify that no vCPU runs on two pCPUs at once, that no pCPU runs two vCPUs, and that
 /// affinity is honoured, after every event (the engine's invariant checker), under every
@@ -320,7 +313,15 @@ threads = 2
             "{s}: sleepy used {}",
             sum.vms[1].cpu_time_s
         );
-        assert!(sum.vms[1].halted_time_s > 1.9, "{s}");
+        // Credit's 1 ms rate limit: the hog, put back on the pCPU when the sleeper halted,
+        // keeps it for a full 1 ms when the sleeper wakes 990 us later, so this 1 kHz sleeper
+        // waits about as long as it sleeps (as on Xen 4.4). It still uses next to no CPU.
+        let halted = if *s == "credit" { 0.9 } else { 1.9 };
+        assert!(
+            sum.vms[1].halted_time_s > halted,
+            "{s}: {}",
+            sum.vms[1].halted_time_s
+        );
     }
 }
 

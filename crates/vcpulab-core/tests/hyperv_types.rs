@@ -205,6 +205,7 @@ fn the_gang_check_catches_two_vms_on_one_core() {
         index,
         affinity: CpuSet::full(4),
         weight: 256,
+        cap: 0,
     };
     let mut view = SchedView {
         topo,

@@ -542,6 +542,7 @@ impl<S: Scheduler> Sim<S> {
                     index: i,
                     affinity,
                     weight: vm.weight,
+                    cap: vm.cap,
                 });
                 tasks.push(Task::new(
                     vi as u32,
@@ -619,6 +620,7 @@ impl<S: Scheduler> Sim<S> {
                     .clone()
                     .unwrap_or_else(|| sc.host.default_affinity()),
                 weight: h.weight,
+                cap: 0,
             });
             tasks.push(Task::new(owner, 0));
             let wid = workloads.len() as u32;

@@ -1194,6 +1194,7 @@ mod tests {
                     index: i as u32,
                     affinity: CpuSet::full(1),
                     weight: 256,
+                    cap: 0,
                 })
                 .collect(),
             state: vec![RunState::Runnable; ntasks],

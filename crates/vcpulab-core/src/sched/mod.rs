@@ -19,6 +19,7 @@
 //! engine applies their requests (reschedules, timers) after the hook returns.
 
 pub mod cfs;
+pub mod credit;
 pub mod eevdf;
 pub mod fair;
 pub mod hyperv_classic;
@@ -50,6 +51,8 @@ pub struct TaskInfo {
     pub index: u32,
     pub affinity: CpuSet,
     pub weight: u32,
+    /// The VM's cap in percent of one pCPU (0: none; host threads have none).
+    pub cap: u32,
 }
 
 /// What a scheduler may read about the host. Updated by the engine between hooks.
@@ -340,6 +343,11 @@ pub const REGISTRY: &[SchedulerEntry] = &[
         description: eevdf::DESCRIPTION,
         params: eevdf::PARAMS,
     },
+    SchedulerEntry {
+        name: "credit",
+        description: credit::DESCRIPTION,
+        params: credit::PARAMS,
+    },
 ];
 
 /// Builds the scheduler named in a scenario and hands it to `f` with its static type, so
@@ -362,6 +370,7 @@ pub fn with_scheduler<F: WithScheduler>(name: &str, params: &toml::Table, f: F) 
         "hyperv-core" => f.call(hyperv_core::HyperVCore::new(&p)),
         "cfs" => f.call(cfs::new(&p)),
         "eevdf" => f.call(eevdf::new(&p)),
+        "credit" => f.call(credit::Credit::new(&p)),
         _ => unreachable!("scheduler {name} is registered but not constructible"),
     }
 }
@@ -392,6 +401,9 @@ pub fn validate_params(name: &str, params: &toml::Table, origin: &str, path: &st
         if let Some(o) = table.get(info.name) {
             check_param(&o, info)?;
         }
+    }
+    if name == "credit" {
+        credit::check_params(&table)?;
     }
     let mut allowed: Vec<&str> = vec!["name"];
     allowed.extend(entry.params.iter().map(|p| p.name));
