@@ -470,7 +470,7 @@ fn parse_op(
             let service = parse_dist(&t.req("service")?)?;
             let mode = parse_mode(&t)?;
             t.finish(&["op", "service", "mode"])?;
-            return Ok(vec![Op::WaitRequest, Op::Compute { work: Work::Time(service), mode }, Op::Respond]);
+            return Ok(serve_ops(service, mode));
         }
         other => {
             return t.err(
@@ -481,6 +481,34 @@ fn parse_op(
     };
     t.finish(allowed)?;
     Ok(vec![parsed])
+}
+
+/// Wait for a request, spend `service` on it, respond: the `serve` op and the request
+/// presets (ping, netperf, webbench).
+fn serve_ops(service: Dist, mode: Mode) -> Vec<Op> {
+    vec![
+        Op::WaitRequest,
+        Op::Compute {
+            work: Work::Time(service),
+            mode,
+        },
+        Op::Respond,
+    ]
+}
+
+fn fixed_ns(d: SimDuration) -> Dist {
+    Dist::Fixed(d.ns() as f64)
+}
+
+/// A preset's periodic timer or request stream: `interval` (non-zero), default `default`.
+fn periodic_arrivals(t: &Table, default: SimDuration) -> Res<Arrivals> {
+    let interval = t.opt_duration("interval")?.unwrap_or(default);
+    if interval.ns() == 0 {
+        return t.err("interval", "must be longer than 0s");
+    }
+    Ok(Arrivals::Periodic {
+        interval: interval.ns() as f64,
+    })
 }
 
 fn parse_arrivals(o: &Owned) -> Res<Arrivals> {
@@ -662,24 +690,16 @@ pub fn parse_workload(
             // when the thread runs (respond comes first); handling the event (reading the
             // clock, storing the sample) takes `handle` of CPU. The paper does not give
             // the period; 10 ms (10,000 events in 100 s) is our assumption.
-            let interval = t
-                .opt_duration("interval")?
-                .unwrap_or(SimDuration::from_ms(10));
-            if interval.ns() == 0 {
-                return t.err("interval", "must be longer than 0s");
-            }
+            timer_arrivals = Some(periodic_arrivals(&t, SimDuration::from_ms(10))?);
             let handle = t
                 .opt_duration("handle")?
                 .unwrap_or(SimDuration::from_us(10));
-            timer_arrivals = Some(Arrivals::Periodic {
-                interval: interval.ns() as f64,
-            });
             (
                 vec![
                     Op::WaitRequest,
                     Op::Respond,
                     Op::Compute {
-                        work: Work::Time(Dist::Fixed(handle.ns() as f64)),
+                        work: Work::Time(fixed_ns(handle)),
                         mode: Mode::User,
                     },
                 ],
@@ -694,28 +714,13 @@ pub fn parse_workload(
             // handler is RT here); `handle` covers the receive interrupt, icmp_echo and
             // the transmit (~10 us on a 2010s Xeon, our estimate). Latency runs from the
             // request's arrival at the host to the reply leaving it.
-            let interval = t
-                .opt_duration("interval")?
-                .unwrap_or(SimDuration::from_secs(1));
-            if interval.ns() == 0 {
-                return t.err("interval", "must be longer than 0s");
-            }
+            timer_arrivals = Some(periodic_arrivals(&t, SimDuration::from_secs(1))?);
             let handle = t
                 .opt_duration("handle")?
                 .unwrap_or(SimDuration::from_us(10));
-            timer_arrivals = Some(Arrivals::Periodic {
-                interval: interval.ns() as f64,
-            });
             request_bytes = 84;
             (
-                vec![
-                    Op::WaitRequest,
-                    Op::Compute {
-                        work: Work::Time(Dist::Fixed(handle.ns() as f64)),
-                        mode: Mode::Kernel,
-                    },
-                    Op::Respond,
-                ],
+                serve_ops(fixed_ns(handle), Mode::Kernel),
                 "echoes/s".into(),
                 &["kind", "threads", "interval", "handle", "unit"],
             )
@@ -736,20 +741,13 @@ pub fn parse_workload(
             let rtt = t.opt_duration("rtt")?.unwrap_or(SimDuration::from_us(50));
             timer_arrivals = Some(Arrivals::Closed {
                 clients: window,
-                think: Dist::Fixed(rtt.ns() as f64),
+                think: fixed_ns(rtt),
             });
             request_bytes = seg_kib * 1024;
             (
-                vec![
-                    Op::WaitRequest,
-                    // User mode: netserver's recv() returns to user space after each
-                    // segment, where the guest may switch to another thread.
-                    Op::Compute {
-                        work: Work::Time(Dist::Fixed((per_kib.ns() * seg_kib) as f64)),
-                        mode: Mode::User,
-                    },
-                    Op::Respond,
-                ],
+                // User mode: netserver's recv() returns to user space after each
+                // segment, where the guest may switch to another thread.
+                serve_ops(Dist::Fixed((per_kib.ns() * seg_kib) as f64), Mode::User),
                 "segments/s".into(),
                 &[
                     "kind",
@@ -776,18 +774,11 @@ pub fn parse_workload(
             let rtt = t.opt_duration("rtt")?.unwrap_or(SimDuration::from_us(50));
             timer_arrivals = Some(Arrivals::Closed {
                 clients,
-                think: Dist::Fixed(rtt.ns() as f64),
+                think: fixed_ns(rtt),
             });
             request_bytes = page_kib * 1024;
             (
-                vec![
-                    Op::WaitRequest,
-                    Op::Compute {
-                        work: Work::Time(Dist::Fixed(cpu.ns() as f64)),
-                        mode: Mode::User,
-                    },
-                    Op::Respond,
-                ],
+                serve_ops(fixed_ns(cpu), Mode::User),
                 "pages/s".into(),
                 &[
                     "kind",

@@ -69,7 +69,15 @@ utilization = 30
     )
 }
 
-const SCHEDULERS: &[&str] = &["rr", "hyperv-root", "hyperv-classic", "hyperv-core", "cfs", "eevdf", "credit"];
+const SCHEDULERS: &[&str] = &[
+    "rr",
+    "hyperv-root",
+    "hyperv-classic",
+    "hyperv-core",
+    "cfs",
+    "eevdf",
+    "credit",
+];
 
 /// Verify that no vCPU runs on two pCPUs at once, that no pCPU runs two vCPUs, and that
 /// affinity is honoured, after every event (the engine's invariant checker), under every

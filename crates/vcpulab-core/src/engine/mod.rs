@@ -121,8 +121,6 @@ enum RtOp {
     HelperNet,
     /// Complete the job (resume the VM, release or complete the guest's I/O).
     HelperDone,
-    /// I/O backend (netback): take the next packet or block.
-    WaitPacket,
     /// Burn the backend's CPU for the packet taken.
     PacketWork {
         per_packet: f64,
@@ -132,7 +130,8 @@ enum RtOp {
     Forward,
 }
 
-/// A network packet on the split-driver path (see `Sim::arrival`).
+/// A request from outside (see `Sim::arrival`): queued at its server workload, and on the
+/// split-driver path also a packet in the backend's queue, in and out.
 #[derive(Clone, Copy, Debug)]
 struct Packet {
     /// The guest workload the request belongs to.
@@ -170,9 +169,7 @@ struct Thread {
     pc: u32,
     state: ThState,
     rng: Rng,
-    /// Arrival time of the request being served.
-    request: Option<SimTime>,
-    /// The packet a backend thread is forwarding.
+    /// The request being served (guest threads) or the packet being forwarded (backends).
     packet: Option<Packet>,
     last_loop_at: SimTime,
     zero_time_loops: u32,
@@ -190,7 +187,8 @@ struct WorkloadRt {
     counts_requests: bool,
     arrivals: Option<Arrivals>,
     rng: Rng,
-    queue: VecDeque<SimTime>,
+    /// Requests (servers) or packets (backends) that arrived while no thread waited.
+    queue: VecDeque<Packet>,
     waiting: VecDeque<ThreadId>,
     completed: u64,
     latency: Histogram,
@@ -198,8 +196,6 @@ struct WorkloadRt {
     dirty_bytes_per_ns: f64,
     /// The helper this workload drives (NONE for ordinary workloads).
     helper: u32,
-    /// Backend workloads: packets waiting to be forwarded.
-    packets: VecDeque<Packet>,
     /// Bytes per request, and bytes of completed requests in the measured interval.
     request_bytes: u64,
     bytes_done: u64,
@@ -243,7 +239,8 @@ fn rt_ops(op: &Op, base_ghz: f64) -> Vec<RtOp> {
         },
         Op::WaitRequest => RtOp::WaitRequest,
         Op::Respond => RtOp::Respond,
-        Op::WaitPacket => RtOp::WaitPacket,
+        // A backend waits on its packet queue as a server waits on its request queue.
+        Op::WaitPacket => RtOp::WaitRequest,
         Op::ForwardPacket {
             per_packet,
             per_kib,
@@ -571,7 +568,6 @@ impl<S: Scheduler> Sim<S> {
                     rt: w.rt,
                     dirty_bytes_per_ns: w.dirty_bytes_per_ns,
                     helper: NONE,
-                    packets: VecDeque::new(),
                     request_bytes: w.request_bytes,
                     bytes_done: 0,
                     units_left: w.total_units,
@@ -592,7 +588,6 @@ impl<S: Scheduler> Sim<S> {
                             seed,
                             &["vm", &vm.name, "workload", &wis, "thread", &ti.to_string()],
                         ),
-                        request: None,
                         packet: None,
                         last_loop_at: SimTime(u64::MAX),
                         zero_time_loops: 0,
@@ -675,7 +670,6 @@ impl<S: Scheduler> Sim<S> {
                 rt: false,
                 dirty_bytes_per_ns: 0.0,
                 helper,
-                packets: VecDeque::new(),
                 request_bytes: 0,
                 bytes_done: 0,
                 units_left: None,
@@ -693,7 +687,6 @@ impl<S: Scheduler> Sim<S> {
                     ThState::Blocked
                 },
                 rng: Rng::derive(seed, &["host_thread", &h.name, "thread"]),
-                request: None,
                 packet: None,
                 last_loop_at: SimTime(u64::MAX),
                 zero_time_loops: 0,
@@ -1730,8 +1723,8 @@ impl<S: Scheduler> Sim<S> {
                 RtOp::WaitRequest => {
                     let wl = &mut self.st.workloads[w];
                     match wl.queue.pop_front() {
-                        Some(arrived) => {
-                            th.request = Some(arrived);
+                        Some(p) => {
+                            th.packet = Some(p);
                             th.pc += 1;
                         }
                         None => {
@@ -1743,29 +1736,14 @@ impl<S: Scheduler> Sim<S> {
                 }
                 RtOp::Respond => {
                     th.pc += 1;
-                    if let Some(arrived) = th.request.take() {
+                    if let Some(p) = th.packet.take() {
                         if self.st.io_backend == NONE {
-                            self.complete_request(w as u32, arrived);
+                            self.complete_request(w as u32, p.arrived);
                         } else {
-                            self.to_backend(Packet {
-                                workload: w as u32,
-                                arrived,
+                            self.send_to_backend(Packet {
                                 outbound: true,
+                                ..p
                             });
-                        }
-                    }
-                }
-                RtOp::WaitPacket => {
-                    let wl = &mut self.st.workloads[w];
-                    match wl.packets.pop_front() {
-                        Some(p) => {
-                            th.packet = Some(p);
-                            th.pc += 1;
-                        }
-                        None => {
-                            wl.waiting.push_back(id);
-                            th.state = ThState::Blocked;
-                            return false;
                         }
                     }
                 }
@@ -1793,7 +1771,7 @@ impl<S: Scheduler> Sim<S> {
                         if p.outbound {
                             self.complete_request(p.workload, p.arrived);
                         } else {
-                            self.deliver_request(p.workload, p.arrived);
+                            self.enqueue(p.workload, p);
                         }
                     }
                 }
@@ -2121,37 +2099,22 @@ impl<S: Scheduler> Sim<S> {
             }
             _ => {}
         }
+        let p = Packet {
+            workload: w,
+            arrived: now,
+            outbound: false,
+        };
         if self.st.io_backend == NONE {
-            self.deliver_request(w, now);
+            self.enqueue(w, p);
         } else {
-            self.to_backend(Packet {
-                workload: w,
-                arrived: now,
-                outbound: false,
-            });
+            self.send_to_backend(p);
         }
     }
 
-    /// A request reaches its guest workload: wake a waiting thread or queue it.
-    fn deliver_request(&mut self, w: u32, arrived: SimTime) {
+    /// A request reaches its workload `w` (a server, or the backend): hand it to a waiting
+    /// thread, which wakes, or queue it.
+    fn enqueue(&mut self, w: u32, p: Packet) {
         let wl = &mut self.st.workloads[w as usize];
-        match wl.waiting.pop_front() {
-            Some(th) => {
-                let t = &mut self.st.threads[th as usize];
-                t.request = Some(arrived);
-                t.pc += 1;
-                t.state = ThState::Ready;
-                self.make_thread_ready(th);
-            }
-            None => wl.queue.push_back(arrived),
-        }
-    }
-
-    /// A packet enters the split driver's backend queue; an idle backend thread wakes.
-    fn to_backend(&mut self, p: Packet) {
-        let b = self.st.io_backend as usize;
-        self.st.h.backend_packets += 1;
-        let wl = &mut self.st.workloads[b];
         match wl.waiting.pop_front() {
             Some(th) => {
                 let t = &mut self.st.threads[th as usize];
@@ -2160,8 +2123,14 @@ impl<S: Scheduler> Sim<S> {
                 t.state = ThState::Ready;
                 self.make_thread_ready(th);
             }
-            None => wl.packets.push_back(p),
+            None => wl.queue.push_back(p),
         }
+    }
+
+    /// A packet enters the split driver's backend.
+    fn send_to_backend(&mut self, p: Packet) {
+        self.st.h.backend_packets += 1;
+        self.enqueue(self.st.io_backend, p);
     }
 
     /// The response to a request arriving at `arrived` has left the host.
