@@ -4,31 +4,10 @@
 //! runs into more debt between two accounting passes than its cap allows).
 
 use vcpulab_core::api::{run, summary_json, RunOptions};
-use vcpulab_core::summary::Summary;
 use vcpulab_core::Scenario;
 
-fn checked() -> RunOptions {
-    RunOptions {
-        check_invariants: true,
-        ..Default::default()
-    }
-}
-
-fn scenario(text: &str) -> Scenario {
-    Scenario::from_toml_str(text, "credit.toml").unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn run_checked(text: &str) -> Summary {
-    run(&scenario(text), None, &checked()).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn counter(s: &Summary, name: &str) -> u64 {
-    s.scheduler_counters
-        .iter()
-        .find(|(n, _)| n == name)
-        .unwrap_or_else(|| panic!("no counter {name}"))
-        .1
-}
+mod common;
+use common::{checked, counter, run_checked, scenario};
 
 /// `n` hog VMs on a host, each `vcpus` busy vCPUs with the given weight.
 fn hogs(host: &str, vms: &[(u32, u32)], extra: &str) -> String {

@@ -5,17 +5,8 @@ use vcpulab_core::engine::Sim;
 use vcpulab_core::sched::{CpuId, SchedCtx, Scheduler, TaskId};
 use vcpulab_core::{Error, Scenario};
 
-#[allow(non_snake_case)]
-fn CHECKED() -> RunOptions {
-    RunOptions {
-        check_invariants: true,
-        ..Default::default()
-    }
-}
-
-fn scenario(text: &str) -> Scenario {
-    Scenario::from_toml_str(text, "test.toml").unwrap_or_else(|e| panic!("{e}"))
-}
+mod common;
+use common::{checked, scenario};
 
 fn mixed(sched: &str) -> String {
     format!(
@@ -86,7 +77,7 @@ const SCHEDULERS: &[&str] = &[
 fn no_vcpu_runs_on_two_pcpus_at_once_and_affinity_is_honoured() {
     for s in SCHEDULERS {
         let sc = scenario(&mixed(s));
-        run(&sc, None, &CHECKED()).unwrap_or_else(|e| panic!("{s}: {e}"));
+        run(&sc, None, &checked()).unwrap_or_else(|e| panic!("{s}: {e}"));
     }
 }
 
@@ -112,7 +103,7 @@ fn a_scheduler_that_double_books_a_vcpu_is_caught() {
         }
     }
     let sc = scenario(&mixed("rr"));
-    let err = Sim::new(&sc, DoubleBooker, 1, CHECKED())
+    let err = Sim::new(&sc, DoubleBooker, 1, checked())
         .run(&sc)
         .unwrap_err();
     assert!(err.message.contains("scheduler bug"), "{err}");
@@ -130,7 +121,7 @@ fn no_runnable_vcpu_starves_beyond_the_schedulers_bound() {
     for s in SCHEDULERS {
         let sc = scenario(&over.replace("name = \"X\"", &format!("name = \"{s}\"")));
         assert_eq!(sc.vms[2].vcpus, 12);
-        run(&sc, None, &CHECKED()).unwrap_or_else(|e| panic!("{s}: {e}"));
+        run(&sc, None, &checked()).unwrap_or_else(|e| panic!("{s}: {e}"));
     }
 }
 
@@ -199,7 +190,7 @@ threads = 3
             ready: BTreeSet::new(),
         },
         1,
-        CHECKED(),
+        checked(),
     )
     .run(&sc)
     .unwrap_err();
@@ -222,7 +213,7 @@ threads = 3
 #[test]
 fn cpu_time_handed_out_never_exceeds_pcpus_times_duration() {
     for s in SCHEDULERS {
-        let sum = run(&scenario(&mixed(s)), None, &CHECKED()).unwrap();
+        let sum = run(&scenario(&mixed(s)), None, &checked()).unwrap();
         let capacity = sum.host.pcpus as f64 * sum.duration_s;
         let handed: f64 = sum.vms.iter().map(|v| v.cpu_time_s).sum();
         assert!(handed <= capacity + 1e-9, "{s}: {handed} > {capacity}");
@@ -265,7 +256,7 @@ vcpus = 1
 kind = "stress-ng"
 "#
         ));
-        let sum = run(&sc, None, &CHECKED()).unwrap();
+        let sum = run(&sc, None, &checked()).unwrap();
         let pinned = &sum.vms[0];
         assert!(
             pinned.cpu_time_s <= 2.0 + 1e-9,
@@ -312,7 +303,7 @@ kind = "stress-ng"
 threads = 2
 "#
         ));
-        let sum = run(&sc, None, &CHECKED()).unwrap();
+        let sum = run(&sc, None, &checked()).unwrap();
         assert_eq!(sum.vms[0].cpu_time_s, 0.0, "{s}");
         assert_eq!(sum.vms[0].halted_time_s, 8.0, "{s}");
         // 1% duty cycle plus switch costs.
@@ -359,7 +350,7 @@ fn equal_cpu_hogs_get_equal_shares_within_two_percent() {
                 "[[vm]]\nname = \"v{i}\"\nvcpus = 1\n[[vm.workload]]\nkind = \"stress-ng\"\n"
             );
         }
-        let sum = run(&scenario(&text), None, &CHECKED()).unwrap();
+        let sum = run(&scenario(&text), None, &checked()).unwrap();
         let shares: Vec<f64> = sum.vms.iter().map(|v| v.cpu_time_s).collect();
         let mean = shares.iter().sum::<f64>() / shares.len() as f64;
         for x in &shares {
@@ -386,7 +377,7 @@ fn fair_class_balances_n_plus_one_hogs_within_ten_percent() {
                 "[[vm]]\nname = \"v{i}\"\nvcpus = 1\n[[vm.workload]]\nkind = \"stress-ng\"\n"
             );
         }
-        let sum = run(&scenario(&text), None, &CHECKED()).unwrap();
+        let sum = run(&scenario(&text), None, &checked()).unwrap();
         let shares: Vec<f64> = sum.vms.iter().map(|v| v.cpu_time_s).collect();
         let mean = shares.iter().sum::<f64>() / 3.0;
         for x in &shares {
@@ -410,7 +401,7 @@ fn same_seed_gives_identical_bytes() {
         let c = summary_json(&run(&sc, Some(8), &RunOptions::default()).unwrap());
         assert_ne!(a, c, "{s}: the seed has no effect");
         // Checking invariants observes the run without changing it.
-        let d = summary_json(&run(&sc, None, &CHECKED()).unwrap());
+        let d = summary_json(&run(&sc, None, &checked()).unwrap());
         assert_eq!(a, d);
     }
 }

@@ -4,7 +4,7 @@
 
 use std::cell::Cell;
 use std::rc::Rc;
-use vcpulab_core::api::{run, summary_json, RunOptions};
+use vcpulab_core::api::{run, summary_json};
 use vcpulab_core::engine::Sim;
 use vcpulab_core::repro;
 use vcpulab_core::sched::hyperv_core::check_gangs;
@@ -17,25 +17,8 @@ use vcpulab_core::time::SimDuration;
 use vcpulab_core::topology::{CpuSet, Topology};
 use vcpulab_core::Scenario;
 
-#[allow(non_snake_case)]
-fn CHECKED() -> RunOptions {
-    RunOptions {
-        check_invariants: true,
-        ..Default::default()
-    }
-}
-
-fn scenario(text: &str) -> Scenario {
-    Scenario::from_toml_str(text, "test.toml").unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn counter(sum: &Summary, name: &str) -> u64 {
-    sum.scheduler_counters
-        .iter()
-        .find(|(n, _)| n == name)
-        .unwrap_or_else(|| panic!("no counter {name}: {:?}", sum.scheduler_counters))
-        .1
-}
+mod common;
+use common::{checked, counter, scenario};
 
 /// A busy SMT host: hogs, a partly idle VM, a request server with partial affinity and a
 /// weighted VM, more VPs than LPs, on 2 sockets x 2 cores x `threads` threads.
@@ -154,7 +137,7 @@ impl<F: Fn(u64)> WithScheduler for Wrapped<F> {
             mixed_cores_seen: seen.clone(),
         };
         // Invariant checking on, so that the engine calls `check` after every event.
-        let r = Sim::new(&self.sc, wrapped, self.sc.seed, CHECKED())
+        let r = Sim::new(&self.sc, wrapped, self.sc.seed, checked())
             .run(&self.sc)
             .map_err(|e| e.message);
         (self.observe)(seen.get());
@@ -185,7 +168,7 @@ fn run_with_gang_rule(sc: &Scenario, fail: bool) -> (Result<Summary, String>, u6
 #[test]
 fn core_scheduler_never_coschedules_two_vms_on_a_core() {
     let sc = scenario(&busy("hyperv-core", 2));
-    let sum = run(&sc, None, &CHECKED()).unwrap_or_else(|e| panic!("{e}"));
+    let sum = run(&sc, None, &checked()).unwrap_or_else(|e| panic!("{e}"));
     assert!(counter(&sum, "core_pick_sibling_idle_gang") > 0);
     assert!(counter(&sum, "core_rotate_other_vm") > 100);
     assert!(counter(&sum, "core_wake_preempt") > 0);
@@ -278,7 +261,7 @@ fn scheduler_type_and_fallback_are_reported() {
         ("hyperv-core", 2, 3, Some(0)),
         ("hyperv-core", 1, 1, Some(1)),
     ] {
-        let sum = run(&scenario(&busy(sched, threads)), None, &CHECKED()).unwrap();
+        let sum = run(&scenario(&busy(sched, threads)), None, &checked()).unwrap();
         assert_eq!(
             counter(&sum, "hypervisor_scheduler_type"),
             ty,
@@ -324,10 +307,10 @@ fn without_smt_core_and_classic_give_identical_results() {
         let classic = run(
             &scenario(&busy("hyperv-classic", 1)),
             Some(seed),
-            &CHECKED(),
+            &checked(),
         )
         .unwrap();
-        let core = run(&scenario(&busy("hyperv-core", 1)), Some(seed), &CHECKED()).unwrap();
+        let core = run(&scenario(&busy("hyperv-core", 1)), Some(seed), &checked()).unwrap();
         assert_eq!(strip(&classic), strip(&core));
         for (name, value) in &classic.scheduler_counters {
             assert_eq!(counter(&core, name), *value, "{name}");
@@ -352,7 +335,7 @@ fn two_equal_hog_vms_get_equal_cpu() {
             for i in 0..2 {
                 text += &format!("[[vm]]\nname = \"v{i}\"\nvcpus = {vcpus}\n[[vm.workload]]\nkind = \"stress-ng\"\nthreads = {vcpus}\n");
             }
-            let sum = run(&scenario(&text), None, &CHECKED()).unwrap();
+            let sum = run(&scenario(&text), None, &checked()).unwrap();
             let (a, b) = (sum.vms[0].cpu_time_s, sum.vms[1].cpu_time_s);
             assert!(
                 (a / b - 1.0).abs() <= 0.03,
@@ -383,7 +366,7 @@ fn weight_gives_proportional_share() {
                  [[vm]]\nname = \"light\"\nvcpus = 2\n[[vm.workload]]\nkind = \"stress-ng\"\nthreads = 2\n\
                  [[vm]]\nname = \"light2\"\nvcpus = 2\n[[vm.workload]]\nkind = \"stress-ng\"\nthreads = 2\n"
             );
-            let sum = run(&scenario(&text), None, &CHECKED()).unwrap();
+            let sum = run(&scenario(&text), None, &checked()).unwrap();
             let ratio = sum.vms[0].cpu_time_s / sum.vms[1].cpu_time_s;
             assert!(
                 (ratio / 2.0 - 1.0).abs() <= 0.1,
@@ -502,6 +485,6 @@ fn many_shapes_hold_every_invariant() {
             };
         }
         let sc = scenario(&text);
-        run(&sc, None, &CHECKED()).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        run(&sc, None, &checked()).unwrap_or_else(|e| panic!("{e}\n{text}"));
     }
 }

@@ -2,30 +2,10 @@
 //! (netback in a driver domain or a host thread) against direct assignment, bandwidth from
 //! completed bytes, and finite workloads (sysbench-cpu with `events`).
 
-use vcpulab_core::api::{run, RunOptions};
 use vcpulab_core::summary::Summary;
-use vcpulab_core::Scenario;
 
-fn checked() -> RunOptions {
-    RunOptions {
-        check_invariants: true,
-        ..Default::default()
-    }
-}
-
-fn scenario(text: &str) -> Scenario {
-    Scenario::from_toml_str(text, "io.toml").unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn err(text: &str) -> String {
-    Scenario::from_toml_str(text, "io.toml")
-        .unwrap_err()
-        .to_string()
-}
-
-fn go(text: &str) -> Summary {
-    run(&scenario(text), None, &checked()).unwrap_or_else(|e| panic!("{e}"))
-}
+mod common;
+use common::{run_checked as go, scenario_err as err};
 
 /// A 2-pCPU host; VM "vm1" runs `workloads`; `path` is "direct" or "split" (then a 1-vCPU
 /// driver domain "dom0" runs netback); `extra` is appended (more VMs).

@@ -1,26 +1,11 @@
 //! Host threads, pinning and isolcpus, and the Kemari + DRBD helpers (issue 5).
 
-use vcpulab_core::api::{run, RunOptions};
+use vcpulab_core::api::run;
 use vcpulab_core::engine::Sim;
 use vcpulab_core::sched::{CpuId, SchedCtx, Scheduler, TaskId};
-use vcpulab_core::Scenario;
 
-fn checked() -> RunOptions {
-    RunOptions {
-        check_invariants: true,
-        ..Default::default()
-    }
-}
-
-fn scenario(text: &str) -> Scenario {
-    Scenario::from_toml_str(text, "ft.toml").unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn err(text: &str) -> String {
-    Scenario::from_toml_str(text, "ft.toml")
-        .unwrap_err()
-        .to_string()
-}
+mod common;
+use common::{checked, scenario, scenario_err as err};
 
 /// Pattern 4 of seed 003 with I/O load in the evaluation VM, 10 s.
 fn pattern4(scheduler: &str) -> String {
@@ -178,7 +163,7 @@ fn cpu_list_errors_name_the_bad_token() {
     };
     let e = err(&base("0-3,x"));
     assert!(
-        e.contains("ft.toml") && e.contains("vm[0].affinity") && e.contains("\"x\""),
+        e.contains("test.toml") && e.contains("vm[0].affinity") && e.contains("\"x\""),
         "{e}"
     );
     let e = err(&base("3-1"));

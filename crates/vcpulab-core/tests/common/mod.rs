@@ -35,3 +35,37 @@ pub fn is_sweep_file(text: &str) -> bool {
     text.parse::<toml::Table>()
         .is_ok_and(|t| t.contains_key("base"))
 }
+
+/// Run options with the engine's invariant checks on.
+pub fn checked() -> vcpulab_core::api::RunOptions {
+    vcpulab_core::api::RunOptions {
+        check_invariants: true,
+        ..Default::default()
+    }
+}
+
+/// Parses a scenario (origin `test.toml`), panicking with the error.
+pub fn scenario(text: &str) -> vcpulab_core::Scenario {
+    vcpulab_core::Scenario::from_toml_str(text, "test.toml").unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The error a scenario (origin `test.toml`) is refused with.
+pub fn scenario_err(text: &str) -> String {
+    vcpulab_core::Scenario::from_toml_str(text, "test.toml")
+        .unwrap_err()
+        .to_string()
+}
+
+/// Parses and runs a scenario with invariant checks, panicking on any error.
+pub fn run_checked(text: &str) -> vcpulab_core::summary::Summary {
+    vcpulab_core::api::run(&scenario(text), None, &checked()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A scheduler counter of a summary by name.
+pub fn counter(sum: &vcpulab_core::summary::Summary, name: &str) -> u64 {
+    sum.scheduler_counters
+        .iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("no counter {name}: {:?}", sum.scheduler_counters))
+        .1
+}
