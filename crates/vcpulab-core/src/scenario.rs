@@ -41,7 +41,9 @@ pub struct Scenario {
 /// (Xen dom0) or of a host thread (KVM's vhost).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum IoDriver {
-    Vm(u32),
+    /// A VM (by index) and its netback workload (index within the VM).
+    Vm { vm: u32, workload: u32 },
+    /// A host thread (by index) whose workload is netback.
     HostThread(u32),
 }
 
@@ -328,31 +330,38 @@ fn resolve_io_driver(
     let driver = match &host.io_driver {
         None => None,
         Some(name) => {
-            let d = if let Some(i) = vms.iter().position(|v| &v.name == name) {
-                IoDriver::Vm(i as u32)
+            let netback = if let Some(i) = vms.iter().position(|v| &v.name == name) {
+                vms[i]
+                    .workloads
+                    .iter()
+                    .position(is_netback)
+                    .map(|j| IoDriver::Vm {
+                        vm: i as u32,
+                        workload: j as u32,
+                    })
             } else if let Some(i) = hts.iter().position(|h| &h.name == name) {
-                IoDriver::HostThread(i as u32)
+                matches!(&hts[i].body, HostThreadBody::Workload(w) if is_netback(w))
+                    .then_some(IoDriver::HostThread(i as u32))
             } else {
                 return root.err(
                     "host.io_driver",
                     format!("no VM or host thread named {name:?}"),
                 );
             };
-            let runs_netback = match d {
-                IoDriver::Vm(i) => vms[i as usize].workloads.iter().any(is_netback),
-                IoDriver::HostThread(i) => {
-                    matches!(&hts[i as usize].body, HostThreadBody::Workload(w) if is_netback(w))
-                }
-            };
-            if !runs_netback {
+            if netback.is_none() {
                 return root.err("host.io_driver", format!("{name:?} runs no netback workload, so nothing would forward the packets; add a workload with kind = \"netback\""));
             }
-            Some(d)
+            netback
         }
     };
     for (i, vm) in vms.iter().enumerate() {
         if let Some(j) = vm.workloads.iter().position(is_netback) {
-            if driver != Some(IoDriver::Vm(i as u32)) {
+            if driver
+                != Some(IoDriver::Vm {
+                    vm: i as u32,
+                    workload: j as u32,
+                })
+            {
                 return root.err(&format!("vm[{i}].workload[{j}].kind"), "a netback workload runs only in the split-driver backend named by [host] io_driver (with io_path = \"split\")");
             }
             if let Some(k) = vm.workloads.iter().position(|w| w.arrivals.is_some()) {

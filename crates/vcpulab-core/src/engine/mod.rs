@@ -699,14 +699,7 @@ impl<S: Scheduler> Sim<S> {
         let io_backend = match sc.io_driver {
             None => NONE,
             Some(IoDriver::HostThread(i)) => n_vm_workloads + i,
-            Some(IoDriver::Vm(v)) => {
-                let local = sc.vms[v as usize]
-                    .workloads
-                    .iter()
-                    .position(|w| w.ops.iter().any(|o| matches!(o, Op::WaitPacket)));
-                vm_workload_base[v as usize]
-                    + local.expect("the parser checked the driver runs netback") as u32
-            }
+            Some(IoDriver::Vm { vm, workload }) => vm_workload_base[vm as usize] + workload,
         };
         let ntasks = tasks.len();
         let turbo = sc.host.turbo_ghz.clone();
