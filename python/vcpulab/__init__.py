@@ -20,6 +20,7 @@ from .api import (
     run,
     schedulers,
     validate,
+    workload_kinds,
 )
 from .tracing import Trace, trace
 
@@ -40,4 +41,5 @@ __all__ = [
     "trace",
     "Trace",
     "validate",
+    "workload_kinds",
 ]

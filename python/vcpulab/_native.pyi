@@ -41,6 +41,11 @@ def validate_text(text: str, origin: str, format: Literal["toml", "json"] = "tom
 
 def schedulers_json() -> str:
     """The schedulers (name, description, params) as JSON."""
+    ...
+
+def workload_kinds_json() -> str:
+    """The workload kinds (program and the presets: name, description) as JSON."""
+    ...
 
 def experiments_json() -> str:
     """The built-in experiments with their cases as JSON."""

@@ -186,6 +186,12 @@ def schedulers() -> list[dict[str, Any]]:
     return json.loads(_native.schedulers_json())
 
 
+def workload_kinds() -> list[dict[str, Any]]:
+    """The workload kinds of ``[[vm.workload]] kind``: ``{name, description}``; each one's
+    keys are in docs/scenarios.md."""
+    return json.loads(_native.workload_kinds_json())
+
+
 def experiments() -> list[dict[str, Any]]:
     """The built-in experiments (id, title, source, notes, metric, unit, value, tolerance,
     cases[{id, paper, note}])."""

@@ -27,6 +27,7 @@ examples:
   vcpulab run scenario.toml --out results/  summary.json, vms.csv, vcpus.csv (+ .parquet)
   vcpulab validate scenario.toml            check a scenario without running it
   vcpulab schedulers                        the host schedulers and their parameters
+  vcpulab workloads                         the guest workload kinds (presets)
   vcpulab reproduce                         run every built-in reproduction
   vcpulab reproduce hyperv-root --json      one experiment, rows as JSON
 
@@ -182,6 +183,19 @@ def cmd_schedulers(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_workloads(args: argparse.Namespace) -> int:
+    kinds = api.workload_kinds()
+    if args.json:
+        _out(json.dumps(kinds, indent=2))
+        return EXIT_OK
+    from ._format import table
+
+    _out(table(["kind", "model"], [[k["name"], k["description"]] for k in kinds]))
+    _out()
+    _out("set one under [[vm.workload]] kind = ...; each kind's keys: docs/scenarios.md")
+    return EXIT_OK
+
+
 # ---------------------------------------------------------------------- reproduce
 
 
@@ -277,6 +291,11 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog="examples:\n  vcpulab schedulers\n  vcpulab schedulers --json\n")
     s.add_argument("--json", action="store_true", help="print the list as JSON")
     s.set_defaults(func=cmd_schedulers)
+
+    w = sub.add_parser("workloads", help="list the guest workload kinds (program and presets)", formatter_class=raw,
+                       epilog="examples:\n  vcpulab workloads\n  vcpulab workloads --json\n")
+    w.add_argument("--json", action="store_true", help="print the list as JSON")
+    w.set_defaults(func=cmd_workloads)
 
     x = sub.add_parser("reproduce", help="run the built-in reproductions of published measurements",
                        epilog=REPRODUCE_EPILOG, formatter_class=raw,

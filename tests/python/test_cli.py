@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+
+import vcpulab
 from conftest import PROGRAM_SCENARIO, run_cli
 
 REPO = Path(__file__).resolve().parents[2]
@@ -303,6 +305,19 @@ def test_schedulers_table():
     assert p.returncode == 0, p.stderr
     assert "rr" in p.stdout and "hyperv-root" in p.stdout
     assert "slice" in p.stdout and "quantum" in p.stdout
+
+
+def test_workloads_lists_every_preset_in_table_and_json():
+    p = run_cli("workloads", "--json")
+    assert p.returncode == 0, p.stderr
+    kinds = {k["name"]: k["description"] for k in json.loads(p.stdout)}
+    assert {"program", "sysbench-cpu", "lookbusy", "ping", "netperf", "webbench", "netback", "timer-rt"} <= set(kinds)
+    assert all(kinds.values())
+    table = run_cli("workloads")
+    assert table.returncode == 0, table.stderr
+    for name in kinds:
+        assert name in table.stdout
+    assert kinds == {k["name"]: k["description"] for k in vcpulab.workload_kinds()}
 
 
 # ------------------------------------------------------------------------ reproduce

@@ -71,6 +71,15 @@ pub fn summary_json(s: &Summary) -> String {
 }
 
 /// `vcpulab schedulers --json`: name, description and parameters of each scheduler.
+/// The workload kinds (`program` and the presets) as JSON: `[{name, description}]`.
+pub fn workload_kinds_json() -> String {
+    let list: Vec<serde_json::Value> = crate::workload::PRESETS
+        .iter()
+        .map(|(name, description)| serde_json::json!({"name": name, "description": description}))
+        .collect();
+    serde_json::Value::Array(list).to_string()
+}
+
 pub fn schedulers_json() -> String {
     let list: Vec<serde_json::Value> = sched::REGISTRY
         .iter()

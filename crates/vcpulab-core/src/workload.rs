@@ -159,7 +159,7 @@ pub struct WorkloadSpec {
 }
 
 pub const PRESETS: &[(&str, &str)] = &[
-    ("program", "explicit list of operations (compute, lock, ipi, io, sleep, wait_request, respond)"),
+    ("program", "explicit list of operations (compute, lock, ipi, io, sleep, wait_request, respond, serve)"),
     ("sysbench-cpu", "sysbench cpu: events of fixed CPU work (prime search), events/s"),
     ("stress-ng", "stress-ng --cpu: CPU hog threads, bogo-ops/s"),
     ("lookbusy", "lookbusy: busy/idle duty cycle at a given utilisation"),

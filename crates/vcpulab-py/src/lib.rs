@@ -133,6 +133,11 @@ fn schedulers_json() -> String {
 }
 
 #[pyfunction]
+fn workload_kinds_json() -> String {
+    api::workload_kinds_json()
+}
+
+#[pyfunction]
 fn experiments_json() -> String {
     api::experiments_json()
 }
@@ -194,6 +199,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate_text, m)?)?;
     m.add_function(wrap_pyfunction!(trace_text, m)?)?;
     m.add_function(wrap_pyfunction!(schedulers_json, m)?)?;
+    m.add_function(wrap_pyfunction!(workload_kinds_json, m)?)?;
     m.add_function(wrap_pyfunction!(experiments_json, m)?)?;
     m.add_function(wrap_pyfunction!(reproduce_case, m)?)?;
     m.add_function(wrap_pyfunction!(reproduce_finish, m)?)?;
