@@ -231,8 +231,7 @@ fn bad_io_paths_are_refused_with_the_key_path() {
 #[test]
 fn threads_of_short_user_operations_share_their_vcpu() {
     // Two never-blocking threads of 10 us user computes on one vCPU: the guest time slice
-    // rotates them at operation boundaries, so each gets half (before the fix, the first
-    // kept the vCPU and the second completed nothing).
+    // rotates them, so each gets half (netperf beside lookbusy in one guest relies on it).
     let w =
         "[[vm.workload]]\nkind = \"program\"\nops = [{ op = \"compute\", duration = \"10us\" }]\n";
     let s = go(&host("cfs", "direct", &format!("{w}{w}"), ""));

@@ -1392,9 +1392,7 @@ impl<S: Scheduler> Sim<S> {
             return;
         }
         if let ThState::Compute {
-            remaining,
-            release,
-            mode,
+            remaining, release, ..
         } = self.st.threads[cur as usize].state
         {
             if remaining <= WORK_EPSILON {
@@ -1405,19 +1403,14 @@ impl<S: Scheduler> Sim<S> {
                 let th = &mut self.st.threads[cur as usize];
                 th.state = ThState::Ready;
                 th.pc += 1;
-            }
-            // Guest time slice over: rotate to the next runnable thread, inside a user-mode
-            // compute and also when one ends (the return to user mode is where a guest
-            // kernel honours need_resched; otherwise a thread of short user operations that
-            // never blocks would keep its vCPU). Kernel work is not preempted (a
-            // PREEMPT_NONE guest kernel).
-            let task = &mut self.st.tasks[t as usize];
-            if mode == Mode::User
-                && !task.local.is_empty()
-                && self.st.now >= task.slice_start + self.st.vm_timeslice[task.vm as usize]
-            {
-                task.local.push_back(cur);
-                task.cur = NONE;
+            } else {
+                // Guest time slice over: rotate to the next runnable thread.
+                let task = &mut self.st.tasks[t as usize];
+                let slice = self.st.vm_timeslice[task.vm as usize];
+                if !task.local.is_empty() && self.st.now >= task.slice_start + slice {
+                    task.local.push_back(cur);
+                    task.cur = NONE;
+                }
             }
         }
         self.run_guest(t);
