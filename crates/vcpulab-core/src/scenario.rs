@@ -163,6 +163,30 @@ pub enum LockKind {
     TestAndSet,
 }
 
+/// FLMS's classification of a VM (paper section 3.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VmClass {
+    /// Latency-sensitive: every vCPU serves I/O.
+    Lsvm,
+    /// Not latency-sensitive: CPU-bound.
+    Nlsvm,
+    /// Both: `reserved_vcpus` latency vCPUs, the rest CPU-bound.
+    Mixvm,
+}
+
+impl VmSpec {
+    /// Whether vCPU `index` is a latency (I/O) vCPU: every vCPU of an LSVM, the reserved
+    /// ones of a MixVM.
+    pub fn is_latency_vcpu(&self, index: u32) -> bool {
+        match self.class {
+            Some(VmClass::Lsvm) => true,
+            Some(VmClass::Mixvm) => index < self.reserved_vcpus,
+            _ => false,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct VmSpec {
     pub name: String,
@@ -175,6 +199,10 @@ pub struct VmSpec {
     pub spinlock: LockKind,
     /// Time slice of the guest scheduler when several guest threads share a vCPU.
     pub guest_timeslice: SimDuration,
+    /// FLMS's VM class (`class = "lsvm" | "nlsvm" | "mixvm"`); None when not given.
+    pub class: Option<VmClass>,
+    /// vCPUs 0..reserved_vcpus of a MixVM are its latency (I/O) vCPUs (FLMS: default 1).
+    pub reserved_vcpus: u32,
     /// Each vCPU starts at a uniform random time in [0, start_jitter) (threads of a VM do
     /// not start in the same nanosecond; without it, symmetric hosts run in lockstep).
     pub start_jitter: SimDuration,
@@ -666,6 +694,40 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
         return t.err("guest_timeslice", "must be longer than 0s");
     }
     let start_jitter = t.opt_duration("start_jitter")?.unwrap_or(SimDuration::ZERO);
+    let class = match t.opt_str("class")? {
+        None => None,
+        Some("lsvm") => Some(VmClass::Lsvm),
+        Some("nlsvm") => Some(VmClass::Nlsvm),
+        Some("mixvm") => Some(VmClass::Mixvm),
+        Some(other) => {
+            return t.err(
+                "class",
+                format!("unknown VM class {other:?}; allowed: \"lsvm\" (latency-sensitive), \"nlsvm\" (CPU-bound), \"mixvm\" (both)"),
+            )
+        }
+    };
+    let reserved_vcpus = match t.get("reserved_vcpus") {
+        None => 1,
+        Some(o) => {
+            if class != Some(VmClass::Mixvm) {
+                return o.err("only a VM with class = \"mixvm\" has reserved vCPUs");
+            }
+            let r = o.u64_in(1, MAX_VCPUS_TOTAL)? as u32;
+            if r >= vcpus {
+                return o.err(format!(
+                    "{r} reserved vCPUs leave none of the VM's {vcpus} for CPU-bound work; allowed 1 to {}",
+                    vcpus - 1
+                ));
+            }
+            r
+        }
+    };
+    if class == Some(VmClass::Mixvm) && vcpus < 2 {
+        return t.err(
+            "class",
+            "a MixVM needs at least 2 vCPUs: a reserved latency vCPU and one for CPU-bound work",
+        );
+    }
     let mut locks: Vec<String> = Vec::new();
     let workloads = match t.get("workload") {
         None => vec![],
@@ -684,6 +746,8 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
         "spinlock",
         "guest_timeslice",
         "start_jitter",
+        "class",
+        "reserved_vcpus",
         "workload",
     ])?;
     Ok(VmSpec {
@@ -694,6 +758,8 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
         affinity,
         spinlock,
         guest_timeslice,
+        class,
+        reserved_vcpus,
         start_jitter,
         workloads,
         locks,

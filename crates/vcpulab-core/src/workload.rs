@@ -156,6 +156,9 @@ pub struct WorkloadSpec {
     /// A finite job: the workload stops after this many units (loops) in total, and its
     /// completion time is reported (`sysbench-cpu` with `events`).
     pub total_units: Option<u64>,
+    /// Guest vCPUs this workload's threads live on (thread j on `vcpus[j mod len]`); None:
+    /// the VM's default placement (thread k of the VM on vCPU k mod vcpus).
+    pub vcpus: Option<Vec<u32>>,
 }
 
 pub const PRESETS: &[(&str, &str)] = &[
@@ -567,6 +570,24 @@ pub fn parse_workload(
             )
         }
     };
+    let placement = match t.get("vcpus") {
+        None => None,
+        Some(o) => {
+            let items = o.array()?;
+            if items.is_empty() {
+                return o.err("must list at least one vCPU index");
+            }
+            let mut list = Vec::new();
+            for i in &items {
+                let v = i.u64_in(0, vcpus as u64 - 1)? as u32;
+                if list.contains(&v) {
+                    return i.err(format!("vCPU {v} is listed twice"));
+                }
+                list.push(v);
+            }
+            Some(list)
+        }
+    };
     let dirty_bytes_per_ns =
         t.opt_f64("dirty_mib_per_s", 0.0, 1e6)?.unwrap_or(0.0) * crate::ft::MIB / 1e9;
     let mut timer_arrivals: Option<Arrivals> = None;
@@ -910,7 +931,7 @@ pub fn parse_workload(
     let allowed: Vec<&str> = allowed
         .iter()
         .copied()
-        .chain(["priority", "dirty_mib_per_s"])
+        .chain(["priority", "dirty_mib_per_s", "vcpus"])
         .collect();
     t.finish(&allowed)?;
     let threads = if t.has("threads") {
@@ -931,5 +952,6 @@ pub fn parse_workload(
         dirty_bytes_per_ns,
         request_bytes,
         total_units,
+        vcpus: placement,
     })
 }

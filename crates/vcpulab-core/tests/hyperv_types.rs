@@ -189,6 +189,8 @@ fn the_gang_check_catches_two_vms_on_one_core() {
         affinity: CpuSet::full(4),
         weight: 256,
         cap: 0,
+        class: None,
+        latency_vcpu: false,
     };
     let mut view = SchedView {
         topo,

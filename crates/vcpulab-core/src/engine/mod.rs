@@ -3,7 +3,8 @@
 //!
 //! ## Guest model
 //! Each VM has vCPUs and guest threads. Thread k of a VM (threads numbered across its
-//! workloads in order) lives on vCPU k mod vcpus; a vCPU time-slices its runnable threads
+//! workloads in order) lives on vCPU k mod vcpus, unless its workload lists the `vcpus`
+//! its threads live on; a vCPU time-slices its runnable threads
 //! round robin with the VM's `guest_timeslice`, preempting only user-mode compute (kernel
 //! code, lock holds and spins are not preemptible in the guest). A vCPU with no runnable
 //! thread halts and uses no host CPU; an interrupt (I/O completion, timer, request arrival,
@@ -540,6 +541,8 @@ impl<S: Scheduler> Sim<S> {
                     affinity,
                     weight: vm.weight,
                     cap: vm.cap,
+                    class: vm.class,
+                    latency_vcpu: vm.is_latency_vcpu(i),
                 });
                 tasks.push(Task::new(
                     vi as u32,
@@ -575,7 +578,11 @@ impl<S: Scheduler> Sim<S> {
                     finished_at: None,
                 });
                 for ti in 0..w.threads {
-                    let task = vm_task_base[vi] + (k % vm.vcpus);
+                    let vcpu = match &w.vcpus {
+                        Some(list) => list[ti as usize % list.len()],
+                        None => k % vm.vcpus,
+                    };
+                    let task = vm_task_base[vi] + vcpu;
                     k += 1;
                     let tid = threads.len() as u32;
                     threads.push(Thread {
@@ -616,6 +623,8 @@ impl<S: Scheduler> Sim<S> {
                     .unwrap_or_else(|| sc.host.default_affinity()),
                 weight: h.weight,
                 cap: 0,
+                class: None,
+                latency_vcpu: false,
             });
             tasks.push(Task::new(owner, 0));
             let wid = workloads.len() as u32;

@@ -350,64 +350,102 @@ fn cycle(set: &CpuSet, after: usize) -> Option<usize> {
     set.iter().find(|&c| c > after).or_else(|| set.first())
 }
 
-pub struct Credit {
+pub struct Credit<P: CreditPolicy = Plain> {
+    /// What a Credit-derived scheduler changes (see `CreditPolicy`).
+    pub(super) policy: P,
     // global
-    tslice: u64,
-    tick: u64,
-    ratelimit: u64,
-    credits_per_tslice: i64,
+    pub(super) tslice: u64,
+    pub(super) tick: u64,
+    pub(super) ratelimit: u64,
+    pub(super) credits_per_tslice: i64,
     /// The period's credit: slice credits x pCPUs (`prv->credit`).
-    credit: i64,
-    credit_balance: i64,
+    pub(super) credit: i64,
+    pub(super) credit_balance: i64,
     /// Accounting passes so far; a pCPU resorts its queue when it has not seen the latest.
-    runq_sort: u64,
-    next_acct: u64,
+    pub(super) runq_sort: u64,
+    pub(super) next_acct: u64,
     /// Domains with active vCPUs, in list order.
-    active_doms: Vec<u32>,
-    idlers: CpuSet,
-    last_tickle: usize,
+    pub(super) active_doms: Vec<u32>,
+    pub(super) idlers: CpuSet,
+    pub(super) last_tickle: usize,
     /// The first violation of the cap bound found by accounting (see `check`).
-    violation: Option<String>,
-    counters: Counters<NCOUNTERS>,
+    pub(super) violation: Option<String>,
+    pub(super) counters: Counters<NCOUNTERS>,
     // per pCPU
-    runq: Vec<VecDeque<TaskId>>,
-    curr: Vec<Option<TaskId>>,
-    runq_sort_last: Vec<u64>,
-    next_tick: Vec<Option<u64>>,
-    slice_end: Vec<Option<u64>>,
-    idle_bias: Vec<usize>,
+    pub(super) runq: Vec<VecDeque<TaskId>>,
+    pub(super) curr: Vec<Option<TaskId>>,
+    pub(super) runq_sort_last: Vec<u64>,
+    pub(super) next_tick: Vec<Option<u64>>,
+    pub(super) slice_end: Vec<Option<u64>>,
+    pub(super) idle_bias: Vec<usize>,
     /// pCPUs of each NUMA node, in id order.
-    node_cpus: Vec<Vec<usize>>,
+    pub(super) node_cpus: Vec<Vec<usize>>,
     // per domain
-    dom_weight: Vec<u32>,
-    dom_cap: Vec<u32>,
-    dom_vcpus: Vec<u32>,
+    pub(super) dom_weight: Vec<u32>,
+    pub(super) dom_cap: Vec<u32>,
+    pub(super) dom_vcpus: Vec<u32>,
     /// Active vCPUs, newest first (upstream adds at the list head).
-    dom_active: Vec<VecDeque<TaskId>>,
+    pub(super) dom_active: Vec<VecDeque<TaskId>>,
     // per vCPU
-    dom: Vec<u32>,
-    credit_of: Vec<i64>,
-    pri: Vec<i8>,
-    processor: Vec<CpuId>,
-    active: Vec<bool>,
-    on_runq: Vec<bool>,
-    parked: Vec<bool>,
-    migrating: Vec<bool>,
+    pub(super) dom: Vec<u32>,
+    pub(super) credit_of: Vec<i64>,
+    pub(super) pri: Vec<i8>,
+    pub(super) processor: Vec<CpuId>,
+    pub(super) active: Vec<bool>,
+    pub(super) on_runq: Vec<bool>,
+    pub(super) parked: Vec<bool>,
+    pub(super) migrating: Vec<bool>,
     /// When it was put on its pCPU (for the rate limit).
-    run_start: Vec<u64>,
+    pub(super) run_start: Vec<u64>,
     /// Paid for up to here while running.
-    paid_to: Vec<u64>,
+    pub(super) paid_to: Vec<u64>,
     /// Run time not yet paid for, below one credit (ns).
-    residual: Vec<u64>,
+    pub(super) residual: Vec<u64>,
     /// For an active vCPU of a capped domain: its credit after the last accounting pass
     /// and whether that pass left it parked (see `check`).
-    cap_mark: Vec<Option<(i64, bool)>>,
+    pub(super) cap_mark: Vec<Option<(i64, bool)>>,
+    /// pCPUs each vCPU may use: its affinity, narrowed by the policy's pools.
+    pub(super) pool: Vec<CpuSet>,
+    /// Each vCPU's time slice (ns): `tslice` unless the policy gives it another.
+    pub(super) slice_of: Vec<u64>,
 }
 
-impl Credit {
-    pub fn new(p: &Params) -> Credit {
+/// The hooks through which `flms`, `vslicer`, `vturbo` and `io-bound` change Credit. Each
+/// is a function of the whole scheduler (so it may read and change Credit's state) with
+/// Credit's own behaviour as the default.
+pub trait CreditPolicy: Sized {
+    /// After Credit's own set-up and before any vCPU is placed: narrow `pool`s, set
+    /// `slice_of`s.
+    fn init(_c: &mut Credit<Self>, _ctx: &mut SchedCtx) {}
+    /// After every accounting pass.
+    fn after_acct(_c: &mut Credit<Self>, _ctx: &mut SchedCtx) {}
+    /// The policy's own decision counters, listed after Credit's.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        vec![]
+    }
+    /// The policy's own invariants, checked after Credit's.
+    fn check(_c: &Credit<Self>, _view: &SchedView) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// Credit itself: no hooks.
+pub struct Plain;
+impl CreditPolicy for Plain {}
+
+impl Credit<Plain> {
+    pub fn new(p: &Params) -> Credit<Plain> {
+        Credit::with_policy(p, Plain)
+    }
+}
+
+impl<P: CreditPolicy> Credit<P> {
+    pub fn with_policy(p: &Params, policy: P) -> Credit<P> {
         let tslice_ms = p.int("tslice_ms").clamp(1, 1000) as u64;
         Credit {
+            policy,
+            pool: vec![],
+            slice_of: vec![],
             tslice: tslice_ms * NS_PER_MS,
             tick: tick_of(tslice_ms),
             ratelimit: p.int("ratelimit_us").max(0) as u64 * NS_PER_US,
@@ -447,23 +485,23 @@ impl Credit {
         }
     }
 
-    fn tick_credits(&self) -> i64 {
+    pub(super) fn tick_credits(&self) -> i64 {
         (self.tick / NS_PER_CREDIT) as i64
     }
 
-    fn cur_pri(&self, cpu: usize) -> i8 {
+    pub(super) fn cur_pri(&self, cpu: usize) -> i8 {
         self.curr[cpu].map_or(PRI_IDLE, |t| self.pri[t as usize])
     }
 
     /// Xen's `vcpu_runnable`: wants to run and is neither paused (parked) nor migrating.
-    fn xen_runnable(&self, view: &SchedView, t: TaskId) -> bool {
+    pub(super) fn xen_runnable(&self, view: &SchedView, t: TaskId) -> bool {
         view.state[t as usize] != RunState::Halted
             && !self.parked[t as usize]
             && !self.migrating[t as usize]
     }
 
     /// `__runq_insert`: after every vCPU of equal or higher priority.
-    fn runq_insert(&mut self, t: TaskId, cpu: usize) {
+    pub(super) fn runq_insert(&mut self, t: TaskId, cpu: usize) {
         let p = self.pri[t as usize];
         let pri = &self.pri;
         let q = &mut self.runq[cpu];
@@ -475,7 +513,7 @@ impl Credit {
         self.on_runq[t as usize] = true;
     }
 
-    fn runq_remove(&mut self, t: TaskId) {
+    pub(super) fn runq_remove(&mut self, t: TaskId) {
         let q = &mut self.runq[self.processor[t as usize] as usize];
         let pos = q
             .iter()
@@ -486,7 +524,7 @@ impl Credit {
     }
 
     /// `burn_credits`: the running vCPU pays for the time since it last paid.
-    fn burn(&mut self, t: TaskId, now: u64) {
+    pub(super) fn burn(&mut self, t: TaskId, now: u64) {
         let ti = t as usize;
         let ran = now.saturating_sub(self.paid_to[ti]) + self.residual[ti];
         self.credit_of[ti] -= (ran / NS_PER_CREDIT) as i64;
@@ -495,7 +533,7 @@ impl Credit {
     }
 
     /// Arms the pCPU's timer for the earlier of its next tick and its slice end.
-    fn arm(&self, ctx: &mut SchedCtx, cpu: usize) {
+    pub(super) fn arm(&self, ctx: &mut SchedCtx, cpu: usize) {
         let at = match (self.next_tick[cpu], self.slice_end[cpu]) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -506,11 +544,11 @@ impl Credit {
         }
     }
 
-    fn next_grid_tick(&self, now: u64) -> u64 {
+    pub(super) fn next_grid_tick(&self, now: u64) -> u64 {
         (now / self.tick + 1) * self.tick
     }
 
-    fn acct_start(&mut self, t: TaskId) {
+    pub(super) fn acct_start(&mut self, t: TaskId) {
         let ti = t as usize;
         self.active[ti] = true;
         let d = self.dom[ti];
@@ -522,7 +560,7 @@ impl Credit {
 
     /// The wake-up path shared by wakes, unparks and migrations: boost, queue, tickle.
     /// Returns whether it boosted.
-    fn enqueue_wake(&mut self, ctx: &mut SchedCtx, t: TaskId) -> bool {
+    pub(super) fn enqueue_wake(&mut self, ctx: &mut SchedCtx, t: TaskId) -> bool {
         let ti = t as usize;
         let boost = self.pri[ti] == PRI_UNDER && !self.parked[ti];
         if boost {
@@ -535,7 +573,7 @@ impl Credit {
     }
 
     /// `__runq_tickle` for a vCPU just queued on its pCPU.
-    fn tickle(&mut self, ctx: &mut SchedCtx, new: TaskId) {
+    pub(super) fn tickle(&mut self, ctx: &mut SchedCtx, new: TaskId) {
         let cpu = self.processor[new as usize] as usize;
         let cur_pri = self.cur_pri(cpu);
         let new_pri = self.pri[new as usize];
@@ -547,9 +585,7 @@ impl Credit {
             });
             ctx.resched(cpu as CpuId);
         } else if !self.idlers.is_empty() {
-            let idle_mask = self
-                .idlers
-                .intersect(&ctx.view.tasks[new as usize].affinity);
+            let idle_mask = self.idlers.intersect(&self.pool[new as usize]);
             if idle_mask.is_empty() && new_pri > cur_pri {
                 let cur = self.curr[cpu].expect("a busy pCPU");
                 self.migrating[cur as usize] = true;
@@ -569,9 +605,9 @@ impl Credit {
 
     /// `_csched_cpu_pick`: where `t` would best run (see the header). `commit` records the
     /// choice in the chosen group's `idle_bias`.
-    fn cpu_pick(&mut self, view: &SchedView, t: TaskId, commit: bool) -> usize {
+    pub(super) fn cpu_pick(&mut self, view: &SchedView, t: TaskId, commit: bool) -> usize {
         let topo = &view.topo;
-        let aff = &view.tasks[t as usize].affinity;
+        let aff = &self.pool[t as usize];
         let proc = self.processor[t as usize] as usize;
         let mut cpu = if aff.contains(proc) {
             proc
@@ -633,7 +669,7 @@ impl Credit {
 
     /// `csched_load_balance`: the first queued vCPU of priority above `pri` on a busy
     /// peer, own NUMA node first; it now lives on `cpu`.
-    fn steal(&mut self, ctx: &SchedCtx, cpu: usize, pri: i8) -> Option<TaskId> {
+    pub(super) fn steal(&mut self, ctx: &SchedCtx, cpu: usize, pri: i8) -> Option<TaskId> {
         let topo = &ctx.view.topo;
         let nnodes = self.node_cpus.len();
         let node = topo.cpus[cpu].node as usize;
@@ -648,7 +684,7 @@ impl Credit {
                     if self.pri[t as usize] <= pri {
                         break;
                     }
-                    if ctx.allowed(t, cpu as CpuId) {
+                    if self.pool[t as usize].contains(cpu) {
                         found = Some((i, t));
                         break;
                     }
@@ -671,7 +707,7 @@ impl Credit {
     }
 
     /// `vcpu_migrate` for a vCPU that left its pCPU marked for migration.
-    fn migrate(&mut self, ctx: &mut SchedCtx, t: TaskId) {
+    pub(super) fn migrate(&mut self, ctx: &mut SchedCtx, t: TaskId) {
         self.migrating[t as usize] = false;
         let to = self.cpu_pick(ctx.view, t, true);
         self.processor[t as usize] = to as CpuId;
@@ -686,7 +722,7 @@ impl Credit {
     }
 
     /// `csched_tick` on a busy pCPU.
-    fn tick(&mut self, ctx: &mut SchedCtx, cpu: usize) {
+    pub(super) fn tick(&mut self, ctx: &mut SchedCtx, cpu: usize) {
         self.counters.bump(TICK);
         if let Some(t) = self.curr[cpu] {
             let ti = t as usize;
@@ -716,7 +752,7 @@ impl Credit {
         }
     }
 
-    fn park(&mut self, ctx: &mut SchedCtx, t: TaskId) {
+    pub(super) fn park(&mut self, ctx: &mut SchedCtx, t: TaskId) {
         self.parked[t as usize] = true;
         self.counters.bump(PARK);
         match ctx.view.state[t as usize] {
@@ -726,7 +762,7 @@ impl Credit {
         }
     }
 
-    fn unpark(&mut self, ctx: &mut SchedCtx, t: TaskId) {
+    pub(super) fn unpark(&mut self, ctx: &mut SchedCtx, t: TaskId) {
         self.counters.bump(UNPARK);
         // Woken while still flagged parked, so not boosted; then the flag goes.
         if ctx.view.state[t as usize] == RunState::Runnable && !self.on_runq[t as usize] {
@@ -735,8 +771,39 @@ impl Credit {
         self.parked[t as usize] = false;
     }
 
+    /// Binds `t` to `pool` (within its affinity) and moves it if it lives outside: a
+    /// running vCPU is marked for migration and its pCPU reschedules; a queued one is
+    /// re-placed and woken there (without a boost unless it is UNDER, as upstream's
+    /// migration); a halted one just gets a new pCPU.
+    pub(super) fn set_pool(&mut self, ctx: &mut SchedCtx, t: TaskId, pool: CpuSet) {
+        let ti = t as usize;
+        let pool = pool.intersect(&ctx.view.tasks[ti].affinity);
+        assert!(!pool.is_empty(), "a pool outside the vCPU's affinity");
+        self.pool[ti] = pool;
+        if self.pool[ti].contains(self.processor[ti] as usize) {
+            return;
+        }
+        match ctx.view.state[ti] {
+            RunState::Running(c) => {
+                if !self.migrating[ti] {
+                    self.migrating[ti] = true;
+                    ctx.resched(c);
+                }
+            }
+            _ if self.on_runq[ti] => {
+                self.runq_remove(t);
+                let to = self.cpu_pick(ctx.view, t, true);
+                self.processor[ti] = to as CpuId;
+                self.enqueue_wake(ctx, t);
+            }
+            _ => {
+                self.processor[ti] = self.cpu_pick(ctx.view, t, true) as CpuId;
+            }
+        }
+    }
+
     /// `csched_acct`: one accounting pass.
-    fn acct(&mut self, ctx: &mut SchedCtx) {
+    pub(super) fn acct(&mut self, ctx: &mut SchedCtx) {
         let doms = self.active_doms.clone();
         let ins: Vec<DomIn> = doms
             .iter()
@@ -834,7 +901,7 @@ impl Credit {
     }
 }
 
-impl Scheduler for Credit {
+impl<P: CreditPolicy> Scheduler for Credit<P> {
     fn init(&mut self, ctx: &mut SchedCtx) {
         let v = ctx.view;
         let n = v.topo.ncpus();
@@ -867,11 +934,14 @@ impl Scheduler for Credit {
         self.dom = v.tasks.iter().map(|t| t.vm).collect();
         self.credit_of = vec![0; nt];
         self.pri = vec![PRI_UNDER; nt];
-        self.processor = v
-            .tasks
+        self.pool = v.tasks.iter().map(|t| t.affinity.clone()).collect();
+        self.slice_of = vec![self.tslice; nt];
+        P::init(self, ctx);
+        self.processor = self
+            .pool
             .iter()
             .enumerate()
-            .map(|(i, t)| t.affinity.nth_wrapping(i).expect("affinity is never empty") as CpuId)
+            .map(|(i, p)| p.nth_wrapping(i).expect("a pool is never empty") as CpuId)
             .collect();
         self.active = vec![false; nt];
         self.on_runq = vec![false; nt];
@@ -970,7 +1040,7 @@ impl Scheduler for Credit {
                     self.run_start[n as usize] = now;
                     self.paid_to[n as usize] = now;
                 }
-                self.slice_end[c] = Some(now + self.tslice);
+                self.slice_end[c] = Some(now + self.slice_of[n as usize]);
                 if self.next_tick[c].is_none() {
                     self.next_tick[c] = Some(self.next_grid_tick(now));
                 }
@@ -1008,12 +1078,15 @@ impl Scheduler for Credit {
     /// The master ticker: one accounting pass every slice.
     fn global_timer(&mut self, ctx: &mut SchedCtx) {
         self.acct(ctx);
+        P::after_acct(self, ctx);
         self.next_acct += self.tslice;
         ctx.set_global_timer(crate::time::SimTime(self.next_acct));
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
-        self.counters.list()
+        let mut list = self.counters.list();
+        list.extend(self.policy.counters());
+        list
     }
 
     /// Proportional share over turns of a slice plus a tick, plus the periods a vCPU may
@@ -1093,7 +1166,7 @@ impl Scheduler for Credit {
                 ));
             }
         }
-        Ok(())
+        P::check(self, view)
     }
 }
 
@@ -1117,6 +1190,8 @@ mod tests {
                     affinity: CpuSet::parse(aff).unwrap(),
                     weight,
                     cap,
+                    class: None,
+                    latency_vcpu: false,
                 })
                 .collect(),
             state: vec![RunState::Halted; tasks.len()],

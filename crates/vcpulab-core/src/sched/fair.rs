@@ -1195,6 +1195,8 @@ mod tests {
                     affinity: CpuSet::full(1),
                     weight: 256,
                     cap: 0,
+                    class: None,
+                    latency_vcpu: false,
                 })
                 .collect(),
             state: vec![RunState::Runnable; ntasks],

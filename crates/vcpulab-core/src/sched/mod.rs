@@ -53,6 +53,10 @@ pub struct TaskInfo {
     pub weight: u32,
     /// The VM's cap in percent of one pCPU (0: none; host threads have none).
     pub cap: u32,
+    /// The VM's FLMS class, if the scenario gives one (host threads: None).
+    pub class: Option<crate::scenario::VmClass>,
+    /// A latency (I/O) vCPU: any vCPU of an LSVM, a reserved vCPU of a MixVM.
+    pub latency_vcpu: bool,
 }
 
 /// What a scheduler may read about the host. Updated by the engine between hooks.
