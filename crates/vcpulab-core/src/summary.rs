@@ -157,6 +157,10 @@ pub struct MigrationSummary {
     pub same_socket: u64,
     pub other_socket: u64,
     pub other_numa: u64,
+    /// Migrations that left their socket (other socket or other NUMA node) as a fraction of
+    /// all; absent when nothing migrated (the FLMS paper's cross-package share).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cross_socket_share: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize)]

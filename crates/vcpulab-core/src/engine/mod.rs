@@ -2656,12 +2656,17 @@ fn streak_summary(lengths: &BTreeMap<u64, u64>) -> StreakSummary {
 
 impl From<[u64; 4]> for MigrationSummary {
     fn from(m: [u64; 4]) -> Self {
+        let total: u64 = m.iter().sum();
+        let other_socket = m[Distance::OtherSocket as usize - 1];
+        let other_numa = m[Distance::OtherNuma as usize - 1];
         MigrationSummary {
-            total: m.iter().sum(),
+            total,
             smt_sibling: m[Distance::SmtSibling as usize - 1],
             same_socket: m[Distance::SameSocket as usize - 1],
-            other_socket: m[Distance::OtherSocket as usize - 1],
-            other_numa: m[Distance::OtherNuma as usize - 1],
+            other_socket,
+            other_numa,
+            cross_socket_share: (total > 0)
+                .then(|| (other_socket + other_numa) as f64 / total as f64),
         }
     }
 }
