@@ -43,6 +43,26 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         include_str!("../../../../scenarios/reproductions/kvm-ple-short/scenario.toml"),
     ),
     (
+        "flms-balance",
+        include_str!("../../../../scenarios/reproductions/flms-balance/experiment.toml"),
+        include_str!("../../../../scenarios/reproductions/flms-balance/scenario.toml"),
+    ),
+    (
+        "flms-compute",
+        include_str!("../../../../scenarios/reproductions/flms-compute/experiment.toml"),
+        include_str!("../../../../scenarios/reproductions/flms-compute/scenario.toml"),
+    ),
+    (
+        "flms-fairness",
+        include_str!("../../../../scenarios/reproductions/flms-fairness/experiment.toml"),
+        include_str!("../../../../scenarios/reproductions/flms-fairness/scenario.toml"),
+    ),
+    (
+        "flms-io",
+        include_str!("../../../../scenarios/reproductions/flms-io/experiment.toml"),
+        include_str!("../../../../scenarios/reproductions/flms-io/scenario.toml"),
+    ),
+    (
         "software-ft",
         include_str!("../../../../scenarios/reproductions/software-ft/experiment.toml"),
         include_str!("../../../../scenarios/reproductions/software-ft/scenario.toml"),
@@ -80,6 +100,13 @@ pub struct Metric {
     /// Divide by the same figure of the reference case: the case whose `axis` takes
     /// `value` (e.g. variant = baseline), other axes equal.
     pub normalize: Option<(String, String)>,
+    /// Edits applied after the case's for this metric's run: a metric measured in a
+    /// different run of the case (the paper ran another test on the same setup). Metrics
+    /// with the same edits share their runs.
+    #[serde(skip)]
+    pub set: Vec<(String, toml::Value)>,
+    #[serde(skip)]
+    pub remove: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -151,13 +178,16 @@ fn parse_experiment(id: &str, text: &str, scenario_text: &str) -> Res<Experiment
                     Some(r)
                 }
             };
+            let (set, remove) = parse_edits(&mt)?;
             metrics.push(Metric {
                 name: mt.req("name")?.str()?.to_string(),
                 unit: mt.req("unit")?.str()?.to_string(),
                 value: mt.req("value")?.str()?.to_string(),
                 normalize,
+                set,
+                remove,
             });
-            mt.finish(&["name", "unit", "value", "normalize"])?;
+            mt.finish(&["name", "unit", "value", "normalize", "set", "remove"])?;
         }
     } else {
         metrics.push(Metric {
@@ -165,6 +195,8 @@ fn parse_experiment(id: &str, text: &str, scenario_text: &str) -> Res<Experiment
             unit: t.req("unit")?.str()?.to_string(),
             value: t.req("value")?.str()?.to_string(),
             normalize: None,
+            set: vec![],
+            remove: vec![],
         });
     }
     let first = metrics[0].name.clone();
@@ -329,18 +361,25 @@ pub fn find(id: &str) -> Result<Experiment, Error> {
 
 /// The scenario of one case: the experiment's scenario with the case's edits applied.
 pub fn case_scenario(e: &Experiment, case: &Case) -> Result<Scenario, Error> {
+    metric_scenario(e, case, &e.metrics[0])
+}
+
+/// The scenario one metric of a case is measured in: the case's edits, then the metric's.
+pub fn metric_scenario(e: &Experiment, case: &Case, metric: &Metric) -> Result<Scenario, Error> {
     let origin = format!(
         "scenarios/reproductions/{}/scenario.toml (case {})",
         e.id, case.id
     );
     let mut doc = parse_toml(&origin, &e.scenario_text)?;
-    for r in &case.remove {
-        crate::overrides::remove(&mut doc, r)
-            .map_err(|m| ScenarioError::new(&origin, r.clone(), m))?;
-    }
-    for (path, value) in &case.set {
-        crate::overrides::set(&mut doc, path, value.clone())
-            .map_err(|m| ScenarioError::new(&origin, path.clone(), m))?;
+    for (removes, sets) in [(&case.remove, &case.set), (&metric.remove, &metric.set)] {
+        for r in removes {
+            crate::overrides::remove(&mut doc, r)
+                .map_err(|m| ScenarioError::new(&origin, r.clone(), m))?;
+        }
+        for (path, value) in sets {
+            crate::overrides::set(&mut doc, path, value.clone())
+                .map_err(|m| ScenarioError::new(&origin, path.clone(), m))?;
+        }
     }
     Ok(Scenario::from_value(&doc, &origin)?)
 }
@@ -376,16 +415,26 @@ pub fn run_case(exp: &Experiment, case_id: &str, seed: Option<u64>) -> Result<Ve
             ids.join(", ")
         ))
     })?;
-    let sc = case_scenario(exp, case)?;
-    let first = seed.unwrap_or(sc.seed);
     let mut sums = vec![(0.0, 0u64); exp.metrics.len()];
-    for s in first..first + exp.seeds {
-        let summary = run(&sc, Some(s), &RunOptions::default())?;
-        let json = serde_json::to_value(&summary).expect("summary serialises");
-        for (i, m) in exp.metrics.iter().enumerate() {
-            if let Some(v) = extract(&json, &m.value) {
-                sums[i].0 += v;
-                sums[i].1 += 1;
+    // One series of runs per distinct set of metric edits, in metric order.
+    let edits = |m: &Metric| format!("{:?} {:?}", m.set, m.remove);
+    for (g, group) in exp.metrics.iter().enumerate() {
+        if exp.metrics[..g].iter().any(|m| edits(m) == edits(group)) {
+            continue;
+        }
+        let sc = metric_scenario(exp, case, group)?;
+        let first = seed.unwrap_or(sc.seed);
+        for s in first..first + exp.seeds {
+            let summary = run(&sc, Some(s), &RunOptions::default())?;
+            let json = serde_json::to_value(&summary).expect("summary serialises");
+            for (i, m) in exp.metrics.iter().enumerate() {
+                if edits(m) != edits(group) {
+                    continue;
+                }
+                if let Some(v) = extract(&json, &m.value) {
+                    sums[i].0 += v;
+                    sums[i].1 += 1;
+                }
             }
         }
     }
