@@ -97,6 +97,10 @@ pub struct WorkloadSummary {
     /// in simulated seconds from the start.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub completion_s: Option<f64>,
+    /// Bytes moved per second in KiB/s (IOzone's "KB/s"), for byte streams (iozone with
+    /// `record_kib`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throughput_kbps: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -2510,6 +2510,8 @@ impl<S: Scheduler> Sim<S> {
                     bandwidth_mbps: (rt.request_bytes > 0)
                         .then(|| rt.bytes_done as f64 * 8.0 / secs / 1e6),
                     completion_s: rt.finished_at.map(|t| t.as_secs_f64()),
+                    throughput_kbps: (w.bytes_per_unit > 0)
+                        .then(|| rt.completed as f64 * w.bytes_per_unit as f64 / 1024.0 / secs),
                 });
             }
             let first = workloads.first();

@@ -58,6 +58,11 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         include_str!("../../../../scenarios/reproductions/flms-fairness/scenario.toml"),
     ),
     (
+        "flms-iozone",
+        include_str!("../../../../scenarios/reproductions/flms-iozone/experiment.toml"),
+        include_str!("../../../../scenarios/reproductions/flms-iozone/scenario.toml"),
+    ),
+    (
         "flms-io",
         include_str!("../../../../scenarios/reproductions/flms-io/experiment.toml"),
         include_str!("../../../../scenarios/reproductions/flms-io/scenario.toml"),
