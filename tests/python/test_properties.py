@@ -77,7 +77,16 @@ _schedulers = st.one_of(
                            "group_per_vm": st.booleans(), "buddy_rule": st.sampled_from(["6.14", "6.6"])}),
     st.fixed_dictionaries({"name": st.just("credit"), "tslice_ms": st.integers(3, 60),
                            "ratelimit_us": st.sampled_from([0, 100, 1000])}),
+    # Micro slices (tslice_ms / slicing_factor >= 1 ms) never shorter than the rate limit.
+    st.fixed_dictionaries({"name": st.just("vslicer"), "tslice_ms": st.integers(6, 60),
+                           "slicing_factor": st.integers(1, 6), "ratelimit_us": st.sampled_from([0, 100, 1000])}),
+    st.fixed_dictionaries({"name": st.just("vturbo"), "tslice_ms": st.integers(3, 60),
+                           "ratelimit_us": st.sampled_from([0, 100, 1000]), "turbo_slice_us": st.integers(1, 3000)}),
+    st.fixed_dictionaries({"name": st.just("io-bound"), "tslice_ms": st.integers(3, 60),
+                           "ratelimit_us": st.sampled_from([0, 100, 1000])}),
 )
+# Schedulers that reserve pCPUs (one by default) for latency vCPUs need a host of two.
+_RESERVING = ("vturbo", "io-bound")
 _kvm = st.one_of(
     st.none(),
     st.fixed_dictionaries({
@@ -100,6 +109,8 @@ def scenarios(draw):
     threads = draw(st.integers(1, 2))
     numa = draw(st.sampled_from([n for n in (1, 2) if sockets % n == 0 or (n % sockets == 0 and cores % (n // sockets) == 0)]))
     sched = draw(_schedulers)
+    if sched["name"] in _RESERVING and sockets * cores * threads < 2:
+        threads = 2
     duration_ms = draw(st.integers(5, 60))
     warmup_ms = draw(st.sampled_from([0, 0, duration_ms // 4]))
     vms = []
@@ -109,6 +120,9 @@ def scenarios(draw):
         if draw(st.booleans()):
             ncpus = sockets * cores * threads
             vm["affinity"] = f"0-{draw(st.integers(0, ncpus - 1))}"
+        if draw(st.booleans()):
+            # FLMS classes: latency vCPUs for flms, vslicer, vturbo and io-bound.
+            vm["class"] = draw(st.sampled_from(["lsvm", "nlsvm", "mixvm"] if vm["vcpus"] >= 2 else ["lsvm", "nlsvm"]))
         if draw(st.booleans()):
             vm["start_jitter"] = f"{draw(st.integers(0, 500))}us"
             vm["guest_timeslice"] = f"{draw(st.integers(100, 5000))}us"

@@ -262,6 +262,7 @@ impl Scenario {
             }
         }
         crate::sched::validate_params(&sname, &params, origin, &sched_t.path)?;
+        crate::sched::validate_for_host(&sname, &params, ncpus, origin, &sched_t.path)?;
 
         let vm_items = root.req("vm")?.array()?;
         if vm_items.is_empty() {

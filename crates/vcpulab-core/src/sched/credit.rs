@@ -408,6 +408,8 @@ pub struct Credit<P: CreditPolicy = Plain> {
     pub(super) pool: Vec<CpuSet>,
     /// Each vCPU's time slice (ns): `tslice` unless the policy gives it another.
     pub(super) slice_of: Vec<u64>,
+    /// Each vCPU's rate limit (ns): `ratelimit` unless the policy gives it another.
+    pub(super) ratelimit_of: Vec<u64>,
 }
 
 /// The hooks through which `flms`, `vslicer`, `vturbo` and `io-bound` change Credit. Each
@@ -415,7 +417,7 @@ pub struct Credit<P: CreditPolicy = Plain> {
 /// Credit's own behaviour as the default.
 pub trait CreditPolicy: Sized {
     /// After Credit's own set-up and before any vCPU is placed: narrow `pool`s, set
-    /// `slice_of`s.
+    /// `slice_of`s and `ratelimit_of`s.
     fn init(_c: &mut Credit<Self>, _ctx: &mut SchedCtx) {}
     /// After every accounting pass.
     fn after_acct(_c: &mut Credit<Self>, _ctx: &mut SchedCtx) {}
@@ -426,6 +428,15 @@ pub trait CreditPolicy: Sized {
     /// The policy's own invariants, checked after Credit's.
     fn check(_c: &Credit<Self>, _view: &SchedView) -> Result<(), String> {
         Ok(())
+    }
+    /// The starvation bound under the policy, given Credit's (`credit`, computed as if
+    /// every vCPU could use every pCPU of its affinity).
+    fn starvation_bound(
+        _c: &Credit<Self>,
+        _view: &SchedView,
+        credit: Option<SimDuration>,
+    ) -> Option<SimDuration> {
+        credit
     }
 }
 
@@ -446,6 +457,7 @@ impl<P: CreditPolicy> Credit<P> {
             policy,
             pool: vec![],
             slice_of: vec![],
+            ratelimit_of: vec![],
             tslice: tslice_ms * NS_PER_MS,
             tick: tick_of(tslice_ms),
             ratelimit: p.int("ratelimit_us").max(0) as u64 * NS_PER_US,
@@ -936,6 +948,7 @@ impl<P: CreditPolicy> Scheduler for Credit<P> {
         self.pri = vec![PRI_UNDER; nt];
         self.pool = v.tasks.iter().map(|t| t.affinity.clone()).collect();
         self.slice_of = vec![self.tslice; nt];
+        self.ratelimit_of = vec![self.ratelimit; nt];
         P::init(self, ctx);
         self.processor = self
             .pool
@@ -995,12 +1008,13 @@ impl<P: CreditPolicy> Scheduler for Credit<P> {
         if let Some(p) = prev {
             self.burn(p, now);
             let runnable = self.xen_runnable(ctx.view, p);
+            let ratelimit = self.ratelimit_of[p as usize];
             if runnable
-                && self.ratelimit > 0
-                && now.saturating_sub(self.run_start[p as usize]) < self.ratelimit
+                && ratelimit > 0
+                && now.saturating_sub(self.run_start[p as usize]) < ratelimit
             {
                 self.counters.bump(RATELIMITED);
-                self.slice_end[c] = Some(now + self.ratelimit);
+                self.slice_end[c] = Some(now + ratelimit);
                 self.arm(ctx, c);
                 return Some(p);
             }
@@ -1114,7 +1128,8 @@ impl<P: CreditPolicy> Scheduler for Credit<P> {
             }
             periods = periods.max(debt.div_ceil(earn.max(1)) + 2);
         }
-        Some(base + SimDuration(periods.saturating_mul(self.tslice)))
+        let bound = base + SimDuration(periods.saturating_mul(self.tslice));
+        P::starvation_bound(self, view, Some(bound))
     }
 
     /// The scheduler and the engine agree on what runs; no parked vCPU runs or waits in a

@@ -25,7 +25,10 @@ pub mod fair;
 pub mod hyperv_classic;
 pub mod hyperv_core;
 pub mod hyperv_root;
+pub mod io_bound;
 pub mod rr;
+pub mod vslicer;
+pub mod vturbo;
 
 use crate::error::ScenarioError;
 use crate::reader::{Owned, Res, Table};
@@ -232,7 +235,7 @@ impl<const N: usize> Counters<N> {
 }
 
 /// A scheduler parameter, for validation and documentation.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct ParamInfo {
     pub name: &'static str,
     pub kind: ParamKind,
@@ -352,6 +355,21 @@ pub const REGISTRY: &[SchedulerEntry] = &[
         description: credit::DESCRIPTION,
         params: credit::PARAMS,
     },
+    SchedulerEntry {
+        name: "vslicer",
+        description: vslicer::DESCRIPTION,
+        params: vslicer::PARAMS,
+    },
+    SchedulerEntry {
+        name: "vturbo",
+        description: vturbo::DESCRIPTION,
+        params: vturbo::PARAMS,
+    },
+    SchedulerEntry {
+        name: "io-bound",
+        description: io_bound::DESCRIPTION,
+        params: io_bound::PARAMS,
+    },
 ];
 
 /// Builds the scheduler named in a scenario and hands it to `f` with its static type, so
@@ -375,6 +393,9 @@ pub fn with_scheduler<F: WithScheduler>(name: &str, params: &toml::Table, f: F) 
         "cfs" => f.call(cfs::new(&p)),
         "eevdf" => f.call(eevdf::new(&p)),
         "credit" => f.call(credit::Credit::new(&p)),
+        "vslicer" => f.call(credit::Credit::with_policy(&p, vslicer::VSlicer::new(&p))),
+        "vturbo" => f.call(credit::Credit::with_policy(&p, vturbo::VTurbo::new(&p))),
+        "io-bound" => f.call(credit::Credit::with_policy(&p, io_bound::IoBound::new(&p))),
         _ => unreachable!("scheduler {name} is registered but not constructible"),
     }
 }
@@ -406,8 +427,11 @@ pub fn validate_params(name: &str, params: &toml::Table, origin: &str, path: &st
             check_param(&o, info)?;
         }
     }
-    if name == "credit" {
-        credit::check_params(&table)?;
+    match name {
+        "credit" | "io-bound" => credit::check_params(&table)?,
+        "vslicer" => vslicer::check_params(&table)?,
+        "vturbo" => vturbo::check_params(&table)?,
+        _ => {}
     }
     let mut allowed: Vec<&str> = vec!["name"];
     allowed.extend(entry.params.iter().map(|p| p.name));
@@ -415,6 +439,24 @@ pub fn validate_params(name: &str, params: &toml::Table, origin: &str, path: &st
         message: format!("{} (scheduler {name})", e.message),
         ..e
     })
+}
+
+/// Validates the parameters of scheduler `name` that depend on the host (`ncpus` pCPUs):
+/// reserved pCPUs must leave some for the rest. Called after `validate_params`.
+pub fn validate_for_host(
+    name: &str,
+    params: &toml::Table,
+    ncpus: usize,
+    origin: &str,
+    path: &str,
+) -> Res<()> {
+    let value = toml::Value::Table(params.clone());
+    let table = Table::root(origin, &value)?.with_path(path);
+    match name {
+        "vturbo" => vturbo::check_host(&table, ncpus),
+        "io-bound" => io_bound::check_host(&table, ncpus),
+        _ => Ok(()),
+    }
 }
 
 fn check_param(o: &Owned, info: &ParamInfo) -> Res<()> {
