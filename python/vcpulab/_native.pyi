@@ -56,7 +56,7 @@ def reproduce_case(experiment: str, case: str, seed: Optional[int] = None) -> st
 def reproduce_finish(experiment: str, raw_rows: str) -> str:
     """Normalises an experiment's raw rows (a JSON list) and computes sim / paper."""
 
-def experiment_scenario(experiment: str) -> str:
+def experiment_scenario(experiment: str, case: str | None = None, metric: str | None = None) -> str:
     """The scenario text (TOML) of a built-in experiment, before its cases' edits."""
 
 def version() -> str:

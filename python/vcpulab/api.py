@@ -198,9 +198,11 @@ def experiments() -> list[dict[str, Any]]:
     return json.loads(_native.experiments_json())
 
 
-def experiment_scenario(experiment: str) -> str:
-    """The scenario (TOML text) a built-in experiment derives its cases from."""
-    return _native.experiment_scenario(experiment)
+def experiment_scenario(experiment: str, case: Optional[str] = None, metric: Optional[str] = None) -> str:
+    """The scenario (TOML text) a built-in experiment derives its cases from; with `case`,
+    that case's scenario with its edits applied (as run for `metric`, default the first),
+    ready for :func:`run` or ``vcpulab run``."""
+    return _native.experiment_scenario(experiment, case, metric)
 
 
 def _select(names: Optional[Iterable[str]]) -> list[dict[str, Any]]:

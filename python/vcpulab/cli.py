@@ -48,6 +48,7 @@ examples:
   vcpulab reproduce                     every experiment, one table each
   vcpulab reproduce --list              the experiments and their cases
   vcpulab reproduce hyperv-root --json  rows {experiment, case, metric, unit, paper, sim, ratio}
+  vcpulab reproduce flms-io --scenario vturbo > vturbo.toml   one case as a scenario file
 """
 
 
@@ -223,6 +224,11 @@ def _experiment_report(exp: dict[str, Any], rows: list[dict[str, Any]]) -> str:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
+    if args.scenario is not None:
+        if len(args.names) != 1:
+            raise api.NotFoundError("--scenario CASE needs exactly one experiment id")
+        sys.stdout.write(api.experiment_scenario(args.names[0], args.scenario, args.metric))
+        return EXIT_OK
     exps = api._select(args.names or None)
     if args.list:
         if args.json:
@@ -305,6 +311,10 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--seed", type=_seed, metavar="N", help="override every case's seed")
     x.add_argument("--list", action="store_true", help="list the experiments and their cases; run nothing")
     x.add_argument("--no-progress", action="store_true", help="no progress bar (default: shown on a terminal)")
+    x.add_argument("--scenario", metavar="CASE",
+                   help="print the scenario file of one case of one experiment (its edits applied) and run nothing")
+    x.add_argument("--metric", metavar="NAME",
+                   help="with --scenario: the run of this metric (for metrics measured in their own run)")
     x.set_defaults(func=cmd_reproduce)
 
     from . import commands  # sweep, query, compare, report, trace; run --trace, reproduce --out

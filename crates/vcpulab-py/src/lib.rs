@@ -161,12 +161,20 @@ fn reproduce_finish(experiment: &str, raw_rows: &str) -> PyResult<String> {
     api::reproduce_finish_json(experiment, raw_rows).map_err(to_py)
 }
 
-/// The scenario text of a built-in experiment (before its cases' edits).
+/// The scenario text of a built-in experiment (before its cases' edits), or of one case
+/// (with its edits; for `metric`, the first metric's run by default).
 #[pyfunction]
-fn experiment_scenario(experiment: &str) -> PyResult<String> {
-    vcpulab_core::repro::find(experiment)
-        .map(|e| e.scenario_text)
-        .map_err(to_py)
+#[pyo3(signature = (experiment, case=None, metric=None))]
+fn experiment_scenario(
+    experiment: &str,
+    case: Option<&str>,
+    metric: Option<&str>,
+) -> PyResult<String> {
+    let e = vcpulab_core::repro::find(experiment).map_err(to_py)?;
+    match case {
+        None => Ok(e.scenario_text),
+        Some(c) => vcpulab_core::repro::case_scenario_toml(&e, c, metric).map_err(to_py),
+    }
 }
 
 /// Runs one real-KVM harness configuration (JSON, see vcpulab-kvm's `config::Config`);

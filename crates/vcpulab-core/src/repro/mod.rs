@@ -371,6 +371,46 @@ pub fn case_scenario(e: &Experiment, case: &Case) -> Result<Scenario, Error> {
 
 /// The scenario one metric of a case is measured in: the case's edits, then the metric's.
 pub fn metric_scenario(e: &Experiment, case: &Case, metric: &Metric) -> Result<Scenario, Error> {
+    let (origin, doc) = metric_document(e, case, metric)?;
+    Ok(Scenario::from_value(&doc, &origin)?)
+}
+
+/// The scenario file (TOML) of a case as it runs for `metric` (the first by default), for
+/// users to read or run by hand.
+pub fn case_scenario_toml(
+    e: &Experiment,
+    case_id: &str,
+    metric: Option<&str>,
+) -> Result<String, Error> {
+    let case = e.cases.iter().find(|c| c.id == case_id).ok_or_else(|| {
+        let ids: Vec<&str> = e.cases.iter().map(|c| c.id.as_str()).collect();
+        Error::NotFound(format!(
+            "experiment {} has no case {case_id:?}; cases: {}",
+            e.id,
+            ids.join(", ")
+        ))
+    })?;
+    let m = match metric {
+        None => &e.metrics[0],
+        Some(name) => e.metrics.iter().find(|m| m.name == name).ok_or_else(|| {
+            Error::NotFound(format!("experiment {} has no metric {name:?}", e.id))
+        })?,
+    };
+    let (_, doc) = metric_document(e, case, m)?;
+    Ok(format!(
+        "# vcpulab reproduce {}: case {} (metric {}), the experiment's scenario with the case's edits\n{}",
+        e.id,
+        case.id,
+        m.name,
+        toml::to_string(&doc).expect("a parsed document serialises")
+    ))
+}
+
+fn metric_document(
+    e: &Experiment,
+    case: &Case,
+    metric: &Metric,
+) -> Result<(String, toml::Value), Error> {
     let origin = format!(
         "scenarios/reproductions/{}/scenario.toml (case {})",
         e.id, case.id
@@ -386,7 +426,7 @@ pub fn metric_scenario(e: &Experiment, case: &Case, metric: &Metric) -> Result<S
                 .map_err(|m| ScenarioError::new(&origin, path.clone(), m))?;
         }
     }
-    Ok(Scenario::from_value(&doc, &origin)?)
+    Ok((origin, doc))
 }
 
 /// Looks up a figure in a summary: `vm.<name>.<field>` or a dotted JSON path.
