@@ -13,6 +13,10 @@
 //!   here with the eevdf scheduler and Linux 6.6 PLE defaults): a "noise" VM of exponential
 //!   compute/sleep and a "bench" VM running a ticket-lock program, each with 2P/3 vCPUs on
 //!   P pCPUs (8 vCPUs on 6 pCPUs at the smallest, like the reproduction).
+//! - `credit-io`, `flms-io`: the shape of scenarios/reproductions/flms-io scaled up: P
+//!   pCPUs (P/2 cores x 2 SMT threads), 3P/4 VMs of 4 vCPUs with lookbusy at 50% (a third
+//!   each LSVM, NLSVM, MixVM), every LSVM answering a 100 ms ping over SR-IOV; under Xen
+//!   Credit and under FLMS.
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::time::Duration;
 use vcpulab_core::api::{self, RunOptions};
@@ -86,6 +90,34 @@ ops = [
     )
 }
 
+fn xen_io_scenario(sched: &str, p: u32, secs: f64) -> String {
+    let mut s = format!(
+        r#"name = "{sched}-io P={p}"
+duration = "{secs}s"
+seed = 1
+[host]
+cores_per_socket = {}
+threads_per_core = 2
+io_path = "direct"
+[scheduler]
+name = "{sched}"
+"#,
+        p / 2
+    );
+    for i in 0..3 * p / 4 {
+        let class = ["lsvm", "nlsvm", "mixvm"][i as usize % 3];
+        s += &format!(
+            "[[vm]]\nname = \"vm{i}\"\nvcpus = 4\nstart_jitter = \"10ms\"\nclass = \"{class}\"\n"
+        );
+        match class {
+            "lsvm" => s += "[[vm.workload]]\nkind = \"ping\"\ninterval = \"100ms\"\n[[vm.workload]]\nkind = \"lookbusy\"\nutilization = 50\nthreads = 4\n",
+            "nlsvm" => s += "[[vm.workload]]\nkind = \"lookbusy\"\nutilization = 50\nthreads = 4\n",
+            _ => s += "[[vm.workload]]\nkind = \"ping\"\ninterval = \"1s\"\nvcpus = [0]\n[[vm.workload]]\nkind = \"lookbusy\"\nutilization = 50\nthreads = 3\nvcpus = [1, 2, 3]\n",
+        }
+    }
+    s
+}
+
 fn bench_cases(c: &mut Criterion, group: &str, cases: Vec<(String, String)>) {
     let opts = RunOptions::default();
     let mut g = c.benchmark_group(group);
@@ -133,5 +165,21 @@ fn eevdf_ple(c: &mut Criterion) {
     bench_cases(c, "eevdf-ple", cases);
 }
 
-criterion_group!(benches, rr_overcommit, eevdf_ple);
+fn xen_io(c: &mut Criterion) {
+    for sched in ["credit", "flms"] {
+        let sizes: [(u32, f64); 3] = [(8, 1.0), (32, 0.25), (64, 0.125)];
+        let cases = sizes
+            .iter()
+            .map(|&(p, t)| {
+                (
+                    format!("P{p}-V{}-{t}s", 3 * p),
+                    xen_io_scenario(sched, p, t),
+                )
+            })
+            .collect();
+        bench_cases(c, &format!("{sched}-io"), cases);
+    }
+}
+
+criterion_group!(benches, rr_overcommit, eevdf_ple, xen_io);
 criterion_main!(benches);
