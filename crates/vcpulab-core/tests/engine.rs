@@ -68,6 +68,7 @@ const SCHEDULERS: &[&str] = &[
     "cfs",
     "eevdf",
     "credit",
+    "flms",
 ];
 
 /// Verify that no vCPU runs on two pCPUs at once, that no pCPU runs two vCPUs, and that

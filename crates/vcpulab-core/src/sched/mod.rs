@@ -22,6 +22,7 @@ pub mod cfs;
 pub mod credit;
 pub mod eevdf;
 pub mod fair;
+pub mod flms;
 pub mod hyperv_classic;
 pub mod hyperv_core;
 pub mod hyperv_root;
@@ -352,6 +353,11 @@ pub const REGISTRY: &[SchedulerEntry] = &[
         description: credit::DESCRIPTION,
         params: credit::PARAMS,
     },
+    SchedulerEntry {
+        name: "flms",
+        description: flms::DESCRIPTION,
+        params: flms::PARAMS,
+    },
 ];
 
 /// Builds the scheduler named in a scenario and hands it to `f` with its static type, so
@@ -375,6 +381,7 @@ pub fn with_scheduler<F: WithScheduler>(name: &str, params: &toml::Table, f: F) 
         "cfs" => f.call(cfs::new(&p)),
         "eevdf" => f.call(eevdf::new(&p)),
         "credit" => f.call(credit::Credit::new(&p)),
+        "flms" => f.call(credit::Credit::with_policy(&p, flms::Flms::new(&p))),
         _ => unreachable!("scheduler {name} is registered but not constructible"),
     }
 }
@@ -408,6 +415,9 @@ pub fn validate_params(name: &str, params: &toml::Table, origin: &str, path: &st
     }
     if name == "credit" {
         credit::check_params(&table)?;
+    }
+    if name == "flms" {
+        flms::check_params(&table)?;
     }
     let mut allowed: Vec<&str> = vec!["name"];
     allowed.extend(entry.params.iter().map(|p| p.name));
