@@ -26,6 +26,11 @@
 //! empty). Before the first sample (EstIO = EstCPU = 0) SPNum is that minimum: the
 //! paper's "initially all CPU" (ForIO all zero) plus the one SP the latency vCPUs need.
 //!
+//! A consequence of eq. 3 (the sample is run time, not demand): when both pools are
+//! saturated, each class's run time is its pool's size and the split is a fixed point; a
+//! pool grows only into pCPUs the other class leaves idle, and shrinks when its own vCPUs
+//! leave it idle.
+//!
 //! **Which pCPUs move** (the paper gives no rule): pCPUs are ordered by (socket, core,
 //! thread), and the SPs are the last SPNum of that order, so the pools are two contiguous
 //! ranges: they grow and shrink a whole core's SMT threads at a time and at most one core
@@ -651,6 +656,78 @@ fn candidates(c: &Credit<Flms>, peer: usize, cpu: usize, pri: i8) -> Vec<TaskId>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sched::{RunState, SchedOut, Scheduler, TaskInfo};
+    use crate::time::SimTime;
+
+    /// FLMS on `ncpus` pCPUs of one socket; tasks are latency vCPUs or not.
+    fn setup(ncpus: usize, latency: &[bool]) -> (SchedView, Credit<Flms>) {
+        let view = SchedView {
+            topo: Topology::new(1, ncpus as u32, 1, 1),
+            tasks: latency
+                .iter()
+                .enumerate()
+                .map(|(i, &l)| TaskInfo {
+                    vm: i as u32,
+                    index: 0,
+                    affinity: CpuSet::full(ncpus),
+                    weight: 256,
+                    cap: 0,
+                    class: None,
+                    latency_vcpu: l,
+                })
+                .collect(),
+            state: vec![RunState::Halted; latency.len()],
+            cpu_curr: vec![None; ncpus],
+            nvms: latency.len() as u32,
+        };
+        let table = toml::Table::new();
+        let p = Params {
+            table: &table,
+            infos: PARAMS,
+        };
+        let mut sched = Credit::with_policy(&p, Flms::new(&p));
+        let mut out = SchedOut {
+            resched_pending: vec![false; ncpus],
+            ..Default::default()
+        };
+        sched.init(&mut SchedCtx {
+            now: SimTime(0),
+            view: &view,
+            out: &mut out,
+        });
+        (view, sched)
+    }
+
+    /// At start one SP (the last pCPU) holds the latency vCPUs with the short slice; the
+    /// others are LPs. On the SP, vCPUs of one priority queue by IO_Boost (smallest
+    /// first, ties first in first out); on an LP, first in first out whatever IO_Boost.
+    #[test]
+    fn sp_queues_are_ordered_by_io_boost_lp_queues_are_fifo() {
+        let (_view, mut c) = setup(3, &[true, true, true, false, false, false]);
+        assert_eq!(c.policy.for_io.iter().collect::<Vec<_>>(), vec![2]);
+        assert_eq!(c.pool[0].iter().collect::<Vec<_>>(), vec![2]);
+        assert_eq!(c.pool[3].iter().collect::<Vec<_>>(), vec![0, 1]);
+        assert_eq!(c.slice_of[0], 1_000_000);
+        assert_eq!(c.slice_of[3], 30_000_000);
+        for (t, b) in [(0, 0.5), (1, 0.1), (2, 0.5), (3, 0.5), (4, 0.1), (5, 0.3)] {
+            c.policy.io_boost[t] = b;
+        }
+        for t in 0..3 {
+            c.runq_insert(t, 2);
+        }
+        assert_eq!(c.runq[2], [1, 0, 2]);
+        for t in 3..6 {
+            c.runq_insert(t, 0);
+        }
+        assert_eq!(c.runq[0], [3, 4, 5]);
+        // Priority still comes first: a BOOSTed vCPU goes ahead of a smaller IO_Boost.
+        c.runq[2].clear();
+        c.pri[1] = credit::PRI_UNDER;
+        c.pri[0] = credit::PRI_BOOST;
+        c.runq_insert(1, 2);
+        c.runq_insert(0, 2);
+        assert_eq!(c.runq[2], [0, 1]);
+    }
 
     /// Eq. 3 rounded to the nearest, with one SP and one LP kept while both classes have
     /// vCPUs, none for a class without; a one-pCPU host cannot split.
