@@ -224,3 +224,37 @@ fn bad_parameters_are_refused_with_their_key() {
         Scenario::from_toml_str(&t, "ok.toml").unwrap_or_else(|e| panic!("{ok}: {e}"));
     }
 }
+
+/// A latency VM pinned away from the SPs (affinity 0-1 on four pCPUs; the SP is pCPU 3)
+/// keeps its affinity rather than having nowhere to run; a CPU VM pinned inside the LPs is
+/// bound to its affinity's share of them. Invariants hold.
+#[test]
+fn a_vcpu_whose_affinity_misses_its_pool_keeps_its_affinity() {
+    let text = r#"duration = "2s"
+[host]
+cores_per_socket = 4
+[scheduler]
+name = "flms"
+[[vm]]
+name = "pinned-ls"
+vcpus = 1
+class = "lsvm"
+affinity = "0-1"
+[[vm.workload]]
+kind = "ping"
+interval = "5ms"
+[[vm]]
+name = "cpu"
+vcpus = 2
+class = "nlsvm"
+affinity = "1-3"
+[[vm.workload]]
+kind = "stress-ng"
+threads = 2
+"#;
+    let s = run_checked(text);
+    assert!(counter(&s, "flms_pool_outside_affinity") >= 1);
+    assert!(s.vms[0].workloads[0].latency_ms.as_ref().unwrap().count > 300);
+    // The CPU VM runs on LPs 1-2 only: two pCPUs' worth.
+    assert!(s.vms[1].cpu_time_s > 3.9, "{}", s.vms[1].cpu_time_s);
+}

@@ -497,6 +497,10 @@ impl CreditPolicy for Flms {
             if pool == c.pool[t] {
                 continue;
             }
+            let aff = &ctx.view.tasks[t].affinity;
+            if c.policy.class_pool(t).intersect(aff).is_empty() {
+                c.policy.counters.bump(POOL_OUTSIDE_AFFINITY);
+            }
             c.policy
                 .counters
                 .bump(if pool.contains(c.processor[t] as usize) {
