@@ -434,7 +434,8 @@ pub trait CreditPolicy: Sized {
     }
     /// `t` has just paid `credits` for running on its pCPU (`processor`).
     fn charged(_c: &mut Credit<Self>, _t: TaskId, _credits: i64) {}
-    /// `t` has just been put on `cpu` (not a vCPU continuing there).
+    /// `t` has just been given a slice on `cpu` (also when it continues there after its
+    /// slice; not when the rate limit keeps it).
     fn dispatched(_c: &mut Credit<Self>, _t: TaskId, _cpu: usize) {}
     /// `csched_load_balance`: a queued vCPU of priority above `pri` that `cpu` takes from a
     /// peer (it then lives on `cpu`), or None.
@@ -1057,8 +1058,8 @@ impl<P: CreditPolicy> Scheduler for Credit<P> {
                 if Some(n) != prev {
                     self.run_start[n as usize] = now;
                     self.paid_to[n as usize] = now;
-                    P::dispatched(self, n, c);
                 }
+                P::dispatched(self, n, c);
                 self.slice_end[c] = Some(now + self.slice_of[n as usize]);
                 if self.next_tick[c].is_none() {
                     self.next_tick[c] = Some(self.next_grid_tick(now));

@@ -38,11 +38,13 @@
 //! cache neighbours). After a resize each vCPU whose pool changed is rebound with
 //! `set_pool` (a running one migrates at once, a queued one is re-placed).
 //!
-//! **IO_Boost (3.2, eqs. 5-7).** Per vCPU, 0 at start; each time the vCPU is put on a pCPU,
-//! IO_Boost += 1 / (credit it paid so far this period, at least 1); each period,
-//! historyLoad is updated with the credit it paid in the period and IO_Boost = 1 /
-//! historyLoad (0 while historyLoad is 0). On an SP, a vCPU is queued ahead of vCPUs of its
-//! priority with a strictly larger IO_Boost (equal IO_Boosts: first in, first out).
+//! **IO_Boost (3.2, eqs. 5-7).** Per vCPU, 0 at start; each time the vCPU is scheduled
+//! (given a slice, also when it continues after its slice), IO_Boost += 1 / (credit it
+//! paid so far this period, at least 1); each period, historyLoad += the credit it paid in
+//! the period and IO_Boost = 1 / historyLoad (0 while historyLoad is 0). On an SP, a vCPU
+//! that enters a queue (wakes, migrates, is rebound) goes ahead of the vCPUs of its
+//! priority with a strictly larger IO_Boost (equal IO_Boosts: first in, first out); a vCPU
+//! put back after its slice goes behind its equals, as in Credit (see deviations).
 //!
 //! **Idle balancing (3.3, eq. 8).** pCPU load historyBusy = beta historyBusy + (1 - beta)
 //! currentBusy, currentBusy = credits paid on the pCPU in the period, updated every period.
@@ -52,7 +54,8 @@
 //! busiest such pCPU of its socket if that one's historyBusy exceeds its own by more than
 //! `balance_a`; else the busiest on another socket if by more than `balance_b`; else none.
 //! The victim: on an SP the candidate with the smallest IO_Boost; on an LP the one whose
-//! historyLoad best solves eq. 9, busy_src - load = busy_dst + load (ties: queue order).
+//! load best solves eq. 9, busy_src - load = busy_dst + load (ties: queue order), where a
+//! vCPU's load is the beta-average of the credits it paid per period (see deviations).
 //!
 //! ## Parameters
 //! - `tslice_ms` (integer, ms, default 30), `ratelimit_us` (integer, us, default 1000):
@@ -66,8 +69,8 @@
 //!   vTurbo's 0.1 ms turbo slice needs `ratelimit_us` <= 100). `ratelimit_us` must not
 //!   exceed it.
 //! - `alpha` (number, default 0.125, 0..1): weight of the last period in EstIO / EstCPU.
-//! - `beta` (number, default 0.875, 0..1): weight of history in historyBusy (and
-//!   historyLoad, see deviations).
+//! - `beta` (number, default 0.875, 0..1): weight of history in historyBusy (and in the
+//!   vCPU load of eq. 9, see deviations).
 //! - `balance_a` (integer, credits, default 40), `balance_b` (integer, credits, default 80):
 //!   how much busier (historyBusy, credits per period) a same-socket / other-socket pCPU
 //!   must be to be balanced from. alpha, beta, A, B are the paper's values (section 4).
@@ -81,9 +84,19 @@
 //! Built on Xen 4.4.2's Credit as modelled in `credit.rs`.
 //!
 //! ## Deviations and readings
-//! - historyLoad: eq. 6 as printed only ever grows, but eq. 9 sets it against historyBusy,
-//!   an average of credits per period; a vCPU's historyLoad is therefore kept on the same
-//!   scale, historyLoad = beta historyLoad + (1 - beta) credits of the period.
+//! - historyLoad is eq. 6's running total (for IO_Boost). Eq. 9 sets a vCPU's historyLoad
+//!   against historyBusy, an average of credits per period, which a total since boot would
+//!   dwarf; the LP victim rule therefore uses the vCPU's counterpart of historyBusy,
+//!   beta load + (1 - beta) credits of the period. (An earlier reading used that average
+//!   for IO_Boost too: a starved vCPU's average decays, its IO_Boost grows without bound,
+//!   and it starves for good behind a busy vCPU of its priority.)
+//! - The paper also orders a vCPU put back after its slice by IO_Boost. Taken literally
+//!   that starves: 1 / historyLoad puts the busiest vCPU first, and eq. 5's increments
+//!   (1 / credits paid this period, about 0.1 per 1 ms slice) need more than a period to
+//!   outgrow the IO_Boost of a vCPU that has paid only a few credits in total, so a
+//!   CPU-bound vCPU of an LSVM keeps its pCPU for good against a sibling vCPU of equal
+//!   priority (found by the property tests: 128 ms and more without running). Requeued
+//!   vCPUs therefore rotate first in, first out among equals; IO_Boost orders arrivals.
 //! - BOOST is kept: IO_Boost orders vCPUs of equal Credit priority (so an OVER vCPU still
 //!   waits behind UNDER ones and weights hold).
 //! - The sibling step takes the sibling only if it has a vCPU to give (the paper stops
@@ -358,9 +371,11 @@ pub struct Flms {
     io_vcpu: Vec<bool>,
     has_io: bool,
     has_cpu: bool,
-    /// Per vCPU: credits paid this period, its load average, its IO_Boost.
+    /// Per vCPU: credits paid this period, in total (historyLoad), on average per period
+    /// (for eq. 9), and its IO_Boost.
     period_load: Vec<i64>,
-    history_load: Vec<f64>,
+    history_load: Vec<i64>,
+    load_avg: Vec<f64>,
     io_boost: Vec<f64>,
     /// Per pCPU: credits paid on it this period, and its load average.
     current_busy: Vec<i64>,
@@ -386,6 +401,7 @@ impl Flms {
             has_cpu: false,
             period_load: vec![],
             history_load: vec![],
+            load_avg: vec![],
             io_boost: vec![],
             current_busy: vec![],
             history_busy: vec![],
@@ -435,7 +451,8 @@ impl CreditPolicy for Flms {
         f.has_cpu = f.io_vcpu.iter().any(|&x| !x);
         f.set_split(sp_count(0.0, 0.0, n, f.has_io, f.has_cpu));
         f.period_load = vec![0; nt];
-        f.history_load = vec![0.0; nt];
+        f.history_load = vec![0; nt];
+        f.load_avg = vec![0.0; nt];
         f.io_boost = vec![0.0; nt];
         f.current_busy = vec![0; n];
         f.history_busy = vec![0.0; n];
@@ -466,9 +483,10 @@ impl CreditPolicy for Flms {
             } else {
                 sample_cpu += paid;
             }
-            f.history_load[t] = beta * f.history_load[t] + (1.0 - beta) * paid as f64;
-            f.io_boost[t] = if f.history_load[t] > 0.0 {
-                1.0 / f.history_load[t]
+            f.history_load[t] += paid;
+            f.load_avg[t] = beta * f.load_avg[t] + (1.0 - beta) * paid as f64;
+            f.io_boost[t] = if f.history_load[t] > 0 {
+                1.0 / f.history_load[t] as f64
             } else {
                 0.0
             };
@@ -561,9 +579,13 @@ impl CreditPolicy for Flms {
         Ok(())
     }
 
+    /// On an SP, an arriving vCPU goes ahead of equals with a larger IO_Boost; the vCPU
+    /// being put back after its slice (still `curr` while it is requeued) does not.
     fn runs_before(c: &Credit<Self>, t: TaskId, other: TaskId, cpu: usize) -> bool {
         let f = &c.policy;
-        f.for_io.contains(cpu) && f.io_boost[t as usize] < f.io_boost[other as usize]
+        f.for_io.contains(cpu)
+            && c.curr[cpu] != Some(t)
+            && f.io_boost[t as usize] < f.io_boost[other as usize]
     }
 
     fn charged(c: &mut Credit<Self>, t: TaskId, credits: i64) {
@@ -629,10 +651,8 @@ impl CreditPolicy for Flms {
                 list.iter().map(|&t| (t, f.io_boost[t as usize])).collect();
             sp_victim(&with)
         } else {
-            let with: Vec<(TaskId, f64)> = list
-                .iter()
-                .map(|&t| (t, f.history_load[t as usize]))
-                .collect();
+            let with: Vec<(TaskId, f64)> =
+                list.iter().map(|&t| (t, f.load_avg[t as usize])).collect();
             lp_victim(f.history_busy[src], f.history_busy[cpu], &with)
         }
         .expect("a giver has a candidate");
@@ -703,8 +723,9 @@ mod tests {
     }
 
     /// At start one SP (the last pCPU) holds the latency vCPUs with the short slice; the
-    /// others are LPs. On the SP, vCPUs of one priority queue by IO_Boost (smallest
-    /// first, ties first in first out); on an LP, first in first out whatever IO_Boost.
+    /// others are LPs. On the SP, arriving vCPUs of one priority queue by IO_Boost
+    /// (smallest first, ties first in first out), a requeued one behind its equals; on an
+    /// LP, first in first out whatever IO_Boost.
     #[test]
     fn sp_queues_are_ordered_by_io_boost_lp_queues_are_fifo() {
         let (_view, mut c) = setup(3, &[true, true, true, false, false, false]);
@@ -724,6 +745,13 @@ mod tests {
             c.runq_insert(t, 0);
         }
         assert_eq!(c.runq[0], [3, 4, 5]);
+        // The vCPU put back after its slice goes behind its equals whatever its IO_Boost.
+        c.runq[2].clear();
+        c.runq_insert(0, 2);
+        c.curr[2] = Some(1);
+        c.runq_insert(1, 2);
+        assert_eq!(c.runq[2], [0, 1]);
+        c.curr[2] = None;
         // Priority still comes first: a BOOSTed vCPU goes ahead of a smaller IO_Boost.
         c.runq[2].clear();
         c.pri[1] = credit::PRI_UNDER;
