@@ -57,6 +57,16 @@ fn a_latency_vm_answers_pings_much_faster_than_under_credit() {
     let (c, f) = (ping_mean(&credit), ping_mean(&flms));
     assert!(f * 3.0 < c, "flms {f} ms vs credit {c} ms");
     assert!(f < 1.0, "flms {f} ms");
+    // The tail shows the hogs' slices: tens of ms under Credit (55 ms here), none under
+    // FLMS (with pools disabled it is Credit's).
+    let p99 =
+        |s: &vcpulab_core::summary::Summary| s.vms[0].workloads[0].latency_ms.as_ref().unwrap().p99;
+    assert!(
+        p99(&credit) > 20.0 && p99(&flms) < 1.0,
+        "{} {}",
+        p99(&credit),
+        p99(&flms)
+    );
     // One SP for the LSVM (its ~50% of a pCPU rounds to one of four), three LPs.
     assert_eq!(counter(&flms, "flms_resize_grow_sp"), 0);
     assert!(counter(&flms, "flms_dispatch_short_slice") > 1000);
