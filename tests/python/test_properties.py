@@ -77,6 +77,11 @@ _schedulers = st.one_of(
                            "group_per_vm": st.booleans(), "buddy_rule": st.sampled_from(["6.14", "6.6"])}),
     st.fixed_dictionaries({"name": st.just("credit"), "tslice_ms": st.integers(3, 60),
                            "ratelimit_us": st.sampled_from([0, 100, 1000])}),
+    # FLMS: the rate limit may not exceed the short slice (1000 us at most here).
+    st.fixed_dictionaries({"name": st.just("flms"), "tslice_ms": st.integers(3, 60),
+                           "ratelimit_us": st.sampled_from([0, 100]),
+                           "short_slice_us": st.sampled_from([100, 500, 1000]),
+                           "balance_a": st.integers(0, 100), "balance_b": st.integers(0, 200)}),
     # Micro slices (tslice_ms / slicing_factor >= 1 ms) never shorter than the rate limit.
     st.fixed_dictionaries({"name": st.just("vslicer"), "tslice_ms": st.integers(6, 60),
                            "slicing_factor": st.integers(1, 6), "ratelimit_us": st.sampled_from([0, 100, 1000])}),
@@ -117,6 +122,12 @@ def scenarios(draw):
     for i in range(draw(st.integers(1, 3))):
         vm = {"name": f"vm{i}", "vcpus": draw(st.integers(1, 4)), "weight": draw(st.integers(1, 1000)),
               "workload": draw(st.lists(st.one_of(_program, _server, _presets), max_size=2))}
+        # FLMS classes (other schedulers ignore them); a MixVM needs 2 vCPUs or more.
+        vm_class = draw(st.sampled_from([None, "lsvm", "nlsvm", "mixvm"]))
+        if vm_class == "mixvm" and vm["vcpus"] < 2:
+            vm_class = "lsvm"
+        if vm_class is not None:
+            vm["class"] = vm_class
         if draw(st.booleans()):
             ncpus = sockets * cores * threads
             vm["affinity"] = f"0-{draw(st.integers(0, ncpus - 1))}"

@@ -197,7 +197,7 @@ pub fn estimate_parts(sc: &Scenario) -> EventEstimate {
             }
         }
     }
-    if sc.scheduler.name == "credit" {
+    if sc.scheduler.name == "credit" || sc.scheduler.name == "flms" {
         period = period.min(sched::credit::tick_ns(&sc.scheduler.params) as f64);
     }
     let scheduler = if period.is_finite() {

@@ -69,6 +69,7 @@ const SCHEDULERS: &[&str] = &[
     "cfs",
     "eevdf",
     "credit",
+    "flms",
     "vslicer",
     "vturbo",
     "io-bound",
@@ -76,7 +77,7 @@ const SCHEDULERS: &[&str] = &[
 
 /// Credit and the schedulers built on it (which are Credit when no VM has a class).
 fn credit_based(s: &str) -> bool {
-    matches!(s, "credit" | "vslicer" | "vturbo" | "io-bound")
+    matches!(s, "credit" | "flms" | "vslicer" | "vturbo" | "io-bound")
 }
 
 /// Verify that no vCPU runs on two pCPUs at once, that no pCPU runs two vCPUs, and that

@@ -438,6 +438,21 @@ pub trait CreditPolicy: Sized {
     ) -> Option<SimDuration> {
         credit
     }
+    /// Whether `t`, being queued on `cpu`, goes ahead of `other` of the same priority
+    /// (Credit: never, so equal priorities are first in, first out).
+    fn runs_before(_c: &Credit<Self>, _t: TaskId, _other: TaskId, _cpu: usize) -> bool {
+        false
+    }
+    /// `t` has just paid `credits` for running on its pCPU (`processor`).
+    fn charged(_c: &mut Credit<Self>, _t: TaskId, _credits: i64) {}
+    /// `t` has just been given a slice on `cpu` (also when it continues there after its
+    /// slice; not when the rate limit keeps it).
+    fn dispatched(_c: &mut Credit<Self>, _t: TaskId, _cpu: usize) {}
+    /// `csched_load_balance`: a queued vCPU of priority above `pri` that `cpu` takes from a
+    /// peer (it then lives on `cpu`), or None.
+    fn load_balance(c: &mut Credit<Self>, ctx: &SchedCtx, cpu: usize, pri: i8) -> Option<TaskId> {
+        c.steal(ctx, cpu, pri)
+    }
 }
 
 /// Credit itself: no hooks.
@@ -515,13 +530,15 @@ impl<P: CreditPolicy> Credit<P> {
     /// `__runq_insert`: after every vCPU of equal or higher priority.
     pub(super) fn runq_insert(&mut self, t: TaskId, cpu: usize) {
         let p = self.pri[t as usize];
-        let pri = &self.pri;
-        let q = &mut self.runq[cpu];
+        let q = &self.runq[cpu];
         let pos = q
             .iter()
-            .position(|&o| p > pri[o as usize])
+            .position(|&o| {
+                let po = self.pri[o as usize];
+                p > po || (p == po && P::runs_before(self, t, o, cpu))
+            })
             .unwrap_or(q.len());
-        q.insert(pos, t);
+        self.runq[cpu].insert(pos, t);
         self.on_runq[t as usize] = true;
     }
 
@@ -539,9 +556,11 @@ impl<P: CreditPolicy> Credit<P> {
     pub(super) fn burn(&mut self, t: TaskId, now: u64) {
         let ti = t as usize;
         let ran = now.saturating_sub(self.paid_to[ti]) + self.residual[ti];
-        self.credit_of[ti] -= (ran / NS_PER_CREDIT) as i64;
+        let credits = (ran / NS_PER_CREDIT) as i64;
+        self.credit_of[ti] -= credits;
         self.residual[ti] = ran % NS_PER_CREDIT;
         self.paid_to[ti] = now;
+        P::charged(self, t, credits);
     }
 
     /// Arms the pCPU's timer for the earlier of its next tick and its slice end.
@@ -1027,7 +1046,7 @@ impl<P: CreditPolicy> Scheduler for Credit<P> {
         let stolen = if head_pri > PRI_OVER {
             None
         } else {
-            self.steal(ctx, c, head_pri)
+            P::load_balance(self, ctx, c, head_pri)
         };
         let next = match stolen {
             Some(t) => Some(t),
@@ -1054,6 +1073,7 @@ impl<P: CreditPolicy> Scheduler for Credit<P> {
                     self.run_start[n as usize] = now;
                     self.paid_to[n as usize] = now;
                 }
+                P::dispatched(self, n, c);
                 self.slice_end[c] = Some(now + self.slice_of[n as usize]);
                 if self.next_tick[c].is_none() {
                     self.next_tick[c] = Some(self.next_grid_tick(now));

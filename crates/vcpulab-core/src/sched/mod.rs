@@ -22,6 +22,7 @@ pub mod cfs;
 pub mod credit;
 pub mod eevdf;
 pub mod fair;
+pub mod flms;
 pub mod hyperv_classic;
 pub mod hyperv_core;
 pub mod hyperv_root;
@@ -356,6 +357,11 @@ pub const REGISTRY: &[SchedulerEntry] = &[
         params: credit::PARAMS,
     },
     SchedulerEntry {
+        name: "flms",
+        description: flms::DESCRIPTION,
+        params: flms::PARAMS,
+    },
+    SchedulerEntry {
         name: "vslicer",
         description: vslicer::DESCRIPTION,
         params: vslicer::PARAMS,
@@ -393,6 +399,7 @@ pub fn with_scheduler<F: WithScheduler>(name: &str, params: &toml::Table, f: F) 
         "cfs" => f.call(cfs::new(&p)),
         "eevdf" => f.call(eevdf::new(&p)),
         "credit" => f.call(credit::Credit::new(&p)),
+        "flms" => f.call(credit::Credit::with_policy(&p, flms::Flms::new(&p))),
         "vslicer" => f.call(credit::Credit::with_policy(&p, vslicer::VSlicer::new(&p))),
         "vturbo" => f.call(credit::Credit::with_policy(&p, vturbo::VTurbo::new(&p))),
         "io-bound" => f.call(credit::Credit::with_policy(&p, io_bound::IoBound::new(&p))),
@@ -432,6 +439,9 @@ pub fn validate_params(name: &str, params: &toml::Table, origin: &str, path: &st
         "vslicer" => vslicer::check_params(&table)?,
         "vturbo" => vturbo::check_params(&table)?,
         _ => {}
+    }
+    if name == "flms" {
+        flms::check_params(&table)?;
     }
     let mut allowed: Vec<&str> = vec!["name"];
     allowed.extend(entry.params.iter().map(|p| p.name));
