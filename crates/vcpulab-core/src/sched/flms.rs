@@ -29,7 +29,10 @@
 //! A consequence of eq. 3 (the sample is run time, not demand): when both pools are
 //! saturated, each class's run time is its pool's size and the split is a fixed point; a
 //! pool grows only into pCPUs the other class leaves idle, and shrinks when its own vCPUs
-//! leave it idle.
+//! leave it idle. That is the paper's rule and the default. `pool_sample = "demand"` (our
+//! variant, not the paper's) also counts a whole period for each vCPU found runnable but
+//! waiting at the period's end, so a class squeezed into too few pCPUs shows its demand
+//! and its pool can grow against a saturated other pool.
 //!
 //! **Which pCPUs move** (the paper gives no rule): pCPUs are ordered by (socket, core,
 //! thread), and the SPs are the last SPNum of that order, so the pools are two contiguous
@@ -159,6 +162,12 @@ pub const PARAMS: &[ParamInfo] = &[
         default: "80",
         help: "credits per period a pCPU on another socket must be busier by to be balanced from",
     },
+    ParamInfo {
+        name: "pool_sample",
+        kind: ParamKind::Choice(&["run", "demand"]),
+        default: "run",
+        help: "what SampleIO/SampleCPU count: \"run\" = run time (the paper), \"demand\" = run time plus a period for each vCPU found waiting at its end",
+    },
 ];
 
 /// Checks the parameters beyond their types: Credit's, and a short slice between Xen's
@@ -225,7 +234,8 @@ const VICTIM_SP: usize = 11;
 const VICTIM_LP: usize = 12;
 const DISPATCH_SHORT: usize = 13;
 const DISPATCH_LONG: usize = 14;
-const NCOUNTERS: usize = 15;
+const SAMPLED_WAITING: usize = 15;
+const NCOUNTERS: usize = 16;
 
 const COUNTER_NAMES: [&str; NCOUNTERS] = [
     "flms_resize_grow_sp",
@@ -243,6 +253,7 @@ const COUNTER_NAMES: [&str; NCOUNTERS] = [
     "flms_victim_lp_equalising_load",
     "flms_dispatch_short_slice",
     "flms_dispatch_long_slice",
+    "flms_sampled_waiting_vcpu",
 ];
 
 /// The number of SPs (eqs. 3-4 plus the minimum pool sizes; see the header).
@@ -361,6 +372,8 @@ pub struct Flms {
     beta: f64,
     balance_a: f64,
     balance_b: f64,
+    /// `pool_sample = "demand"`: waiting vCPUs count in SampleIO / SampleCPU.
+    sample_demand: bool,
     /// SPs (`ForIO`) and LPs (`ForCPU`), complementary.
     for_io: CpuSet,
     for_cpu: CpuSet,
@@ -391,6 +404,7 @@ impl Flms {
             beta: p.float("beta"),
             balance_a: p.int("balance_a") as f64,
             balance_b: p.int("balance_b") as f64,
+            sample_demand: p.choice("pool_sample") == "demand",
             for_io: CpuSet::empty(1),
             for_cpu: CpuSet::empty(1),
             order: vec![],
@@ -476,12 +490,20 @@ impl CreditPolicy for Flms {
         let f = &mut c.policy;
         let (beta, alpha) = (f.beta, f.alpha);
         let (mut sample_io, mut sample_cpu) = (0i64, 0i64);
+        let period_credits = c.credits_per_tslice;
         for t in 0..f.period_load.len() {
             let paid = std::mem::take(&mut f.period_load[t]);
+            // pool_sample = "demand": a vCPU found waiting counts as wanting the period.
+            let waiting =
+                f.sample_demand && ctx.view.state[t] == super::RunState::Runnable && !c.parked[t];
+            let sample = paid + if waiting { period_credits } else { 0 };
+            if waiting {
+                f.counters.bump(SAMPLED_WAITING);
+            }
             if f.io_vcpu[t] {
-                sample_io += paid;
+                sample_io += sample;
             } else {
-                sample_cpu += paid;
+                sample_cpu += sample;
             }
             f.history_load[t] += paid;
             f.load_avg[t] = beta * f.load_avg[t] + (1.0 - beta) * paid as f64;
