@@ -640,7 +640,7 @@ impl CreditPolicy for Flms {
             if peer != cpu
                 && c.curr[peer].is_some()
                 && !c.idlers.contains(peer)
-                && !candidates(c, peer, cpu, pri).is_empty()
+                && has_candidate(c, peer, cpu, pri)
             {
                 givers.insert(peer);
             }
@@ -686,6 +686,15 @@ impl CreditPolicy for Flms {
         c.processor[victim as usize] = cpu as CpuId;
         Some(victim)
     }
+}
+
+/// Whether idle `cpu` may take anything from `peer` (`candidates` without the list: this
+/// runs for every pCPU of the pool on each balance attempt).
+fn has_candidate(c: &Credit<Flms>, peer: usize, cpu: usize, pri: i8) -> bool {
+    c.runq[peer]
+        .iter()
+        .take_while(|&&t| c.pri[t as usize] > pri)
+        .any(|&t| c.pool[t as usize].contains(cpu))
 }
 
 /// What idle `cpu` may take from `peer`: its queued vCPUs of priority above `pri` whose
