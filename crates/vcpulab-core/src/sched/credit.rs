@@ -103,9 +103,17 @@
 //! `vcpu_migration_delay` 0 (no cache-hot test when stealing), `tickle_one_idle_cpu` on.
 //!
 //! ## Deviations
-//! - No NUMA placement of guest memory, so no domain has a node affinity narrower than
-//!   its vCPU affinity: the node-affinity balance step is skipped everywhere, as upstream
-//!   skips it for such domains. The NUMA-node order of stealing is kept.
+//! - NUMA (Xen 4.3+ with xl's automatic placement, on by default): on a host with more
+//!   than one node, each VM whose vCPUs are unpinned and fit on one node gets, in VM order,
+//!   the node with the fewest vCPUs placed so far as its node affinity (`numa_place`; xl
+//!   compares free memory next, which is not modelled, so ties go to the lower node).
+//!   Placement, tickling and stealing then take two balance steps: first only pCPUs of the
+//!   node affinity (placement settles there only on an idle pCPU; stealing walks every
+//!   peer for vCPUs whose node affinity holds the stealer), then the whole affinity. The
+//!   rules are read from the 4.5-era soft-affinity copy, whose steps are the 4.4 node-
+//!   affinity steps renamed; 4.4's exact peer order when stealing was not available, and
+//!   the own node first is kept. Guest memory itself is not modelled (no remote-access
+//!   cost beyond the migration's cache refill).
 //! - Ticks of all pCPUs share one grid (upstream aligns a pCPU's ticker to the tick period
 //!   when it resumes from idle); an idle pCPU's tick, which only resorts an empty queue,
 //!   is not simulated. Accounting runs half a tick after a tick (upstream: whatever phase
@@ -236,7 +244,9 @@ const ACCT_CLIP: usize = 28;
 const ACCT_REORDER: usize = 29;
 const PARK: usize = 30;
 const UNPARK: usize = 31;
-const NCOUNTERS: usize = 32;
+const PICK_NODE_STEP: usize = 32;
+const STEAL_NODE_STEP: usize = 33;
+const NCOUNTERS: usize = 34;
 
 const COUNTER_NAMES: [&str; NCOUNTERS] = [
     "wake_boosted",
@@ -271,6 +281,8 @@ const COUNTER_NAMES: [&str; NCOUNTERS] = [
     "acct_domain_reordered",
     "park",
     "unpark",
+    "cpu_pick_idle_in_node_affinity",
+    "steal_in_node_affinity_step",
 ];
 
 /// One domain's part in an accounting pass.
@@ -345,6 +357,45 @@ pub(crate) fn acct_shares(
     (shares, moved)
 }
 
+/// xl's automatic NUMA placement (libxl 4.3/4.4, on by default): each domain, in creation
+/// (VM) order, whose vCPUs are all unpinned and fit on one node, gets the node holding the
+/// fewest vCPUs counted so far as its node affinity (a domain without one counts on every
+/// node; ties: the lower node, as free memory, which xl compares next, is not modelled).
+/// The others get none. Only on hosts with more than one node.
+pub fn numa_place(view: &SchedView, ndoms: usize) -> Vec<Option<CpuSet>> {
+    let topo = &view.topo;
+    let nnodes = topo.numa_nodes as usize;
+    let mut aff = vec![None; ndoms];
+    if nnodes < 2 {
+        return aff;
+    }
+    let n = topo.ncpus();
+    let mut node_cpus = vec![CpuSet::empty(n); nnodes];
+    for c in 0..n {
+        node_cpus[topo.cpus[c].node as usize].insert(c);
+    }
+    let mut counted = vec![0usize; nnodes];
+    for d in 0..ndoms {
+        let tasks: Vec<&super::TaskInfo> =
+            view.tasks.iter().filter(|t| t.vm as usize == d).collect();
+        if tasks.is_empty() {
+            continue;
+        }
+        let unpinned = tasks.iter().all(|t| t.affinity.len() == n);
+        let fits = tasks.len() <= node_cpus.iter().map(|c| c.len()).min().unwrap_or(0);
+        if unpinned && fits {
+            let best = (0..nnodes).min_by_key(|&k| (counted[k], k)).expect("nodes");
+            counted[best] += tasks.len();
+            aff[d] = Some(node_cpus[best].clone());
+        } else {
+            for c in counted.iter_mut() {
+                *c += tasks.len();
+            }
+        }
+    }
+    aff
+}
+
 /// The next member of `set` after `after`, wrapping around (`cpumask_cycle`).
 fn cycle(set: &CpuSet, after: usize) -> Option<usize> {
     set.iter().find(|&c| c > after).or_else(|| set.first())
@@ -406,6 +457,11 @@ pub struct Credit<P: CreditPolicy = Plain> {
     pub(super) cap_mark: Vec<Option<(i64, bool)>>,
     /// pCPUs each vCPU may use: its affinity, narrowed by the policy's pools.
     pub(super) pool: Vec<CpuSet>,
+    /// Per domain: the pCPUs of its NUMA node affinity, from xl's automatic placement
+    /// (None: no preference). See `numa_place`.
+    pub(super) node_aff: Vec<Option<CpuSet>>,
+    /// Some domain has a node affinity (else the node step is skipped everywhere).
+    pub(super) any_node_aff: bool,
     /// Each vCPU's time slice (ns): `tslice` unless the policy gives it another.
     pub(super) slice_of: Vec<u64>,
     /// Each vCPU's rate limit (ns): `ratelimit` unless the policy gives it another.
@@ -471,6 +527,8 @@ impl<P: CreditPolicy> Credit<P> {
         Credit {
             policy,
             pool: vec![],
+            node_aff: vec![],
+            any_node_aff: false,
             slice_of: vec![],
             ratelimit_of: vec![],
             tslice: tslice_ms * NS_PER_MS,
@@ -616,7 +674,12 @@ impl<P: CreditPolicy> Credit<P> {
             });
             ctx.resched(cpu as CpuId);
         } else if !self.idlers.is_empty() {
-            let idle_mask = self.idlers.intersect(&self.pool[new as usize]);
+            // Idlers in the node affinity first (the node-affinity balance step).
+            let near = self
+                .node_step_mask(new)
+                .map(|m| self.idlers.intersect(&m))
+                .filter(|m| !m.is_empty());
+            let idle_mask = near.unwrap_or_else(|| self.idlers.intersect(&self.pool[new as usize]));
             if idle_mask.is_empty() && new_pri > cur_pri {
                 let cur = self.curr[cpu].expect("a busy pCPU");
                 self.migrating[cur as usize] = true;
@@ -637,8 +700,39 @@ impl<P: CreditPolicy> Credit<P> {
     /// `_csched_cpu_pick`: where `t` would best run (see the header). `commit` records the
     /// choice in the chosen group's `idle_bias`.
     pub(super) fn cpu_pick(&mut self, view: &SchedView, t: TaskId, commit: bool) -> usize {
+        // Node-affinity step first: settle there only on an idle pCPU.
+        if let Some(near) = self.node_step_mask(t) {
+            let (cpu, idle) = self.pick_within(view, t, &near, false);
+            if idle {
+                self.counters.bump(PICK_NODE_STEP);
+                if commit {
+                    self.pick_within(view, t, &near, true);
+                }
+                return cpu;
+            }
+        }
+        let pool = self.pool[t as usize].clone();
+        self.pick_within(view, t, &pool, commit).0
+    }
+
+    /// The pCPUs of `t`'s pool in its domain's node affinity, if that narrows the pool
+    /// (the node-affinity balance step applies), else None.
+    pub(super) fn node_step_mask(&self, t: TaskId) -> Option<CpuSet> {
+        let near = self.node_aff[self.dom[t as usize] as usize].as_ref()?;
+        let mask = self.pool[t as usize].intersect(near);
+        (!mask.is_empty() && mask != self.pool[t as usize]).then_some(mask)
+    }
+
+    /// One balance step of `_csched_cpu_pick` within `aff`; also says whether the chosen
+    /// pCPU is idle.
+    fn pick_within(
+        &mut self,
+        view: &SchedView,
+        t: TaskId,
+        aff: &CpuSet,
+        commit: bool,
+    ) -> (usize, bool) {
         let topo = &view.topo;
-        let aff = &self.pool[t as usize];
         let proc = self.processor[t as usize] as usize;
         let mut cpu = if aff.contains(proc) {
             proc
@@ -695,7 +789,7 @@ impl<P: CreditPolicy> Credit<P> {
                 self.idle_bias[b] = cpu;
             }
         }
-        cpu
+        (cpu, idlers.contains(cpu))
     }
 
     /// `csched_load_balance`: the first queued vCPU of priority above `pri` on a busy
@@ -704,33 +798,50 @@ impl<P: CreditPolicy> Credit<P> {
         let topo = &ctx.view.topo;
         let nnodes = self.node_cpus.len();
         let node = topo.cpus[cpu].node as usize;
-        for k in 0..nnodes {
-            let n = (node + k) % nnodes;
-            for &peer in &self.node_cpus[n] {
-                if peer == cpu || self.idlers.contains(peer) || self.curr[peer].is_none() {
-                    continue;
-                }
-                let mut found = None;
-                for (i, &t) in self.runq[peer].iter().enumerate() {
-                    if self.pri[t as usize] <= pri {
-                        break;
+        // Balance steps: vCPUs whose node affinity holds `cpu` first (only when some domain
+        // has one), then any vCPU whose pool holds it; each step walks every peer.
+        let steps: &[bool] = if self.any_node_aff {
+            &[true, false]
+        } else {
+            &[false]
+        };
+        for &node_step in steps {
+            for k in 0..nnodes {
+                let n = (node + k) % nnodes;
+                for &peer in &self.node_cpus[n] {
+                    if peer == cpu || self.idlers.contains(peer) || self.curr[peer].is_none() {
+                        continue;
                     }
-                    if self.pool[t as usize].contains(cpu) {
-                        found = Some((i, t));
-                        break;
+                    let mut found = None;
+                    for (i, &t) in self.runq[peer].iter().enumerate() {
+                        if self.pri[t as usize] <= pri {
+                            break;
+                        }
+                        let fits = if node_step {
+                            self.node_step_mask(t).is_some_and(|m| m.contains(cpu))
+                        } else {
+                            self.pool[t as usize].contains(cpu)
+                        };
+                        if fits {
+                            found = Some((i, t));
+                            break;
+                        }
                     }
-                }
-                if let Some((i, t)) = found {
-                    self.runq[peer].remove(i);
-                    self.on_runq[t as usize] = false;
-                    self.processor[t as usize] = cpu as CpuId;
-                    self.counters.bump(match topo.distance(peer, cpu) {
-                        Distance::SmtSibling => STEAL_SMT,
-                        Distance::SameSocket | Distance::SameCpu => STEAL_SOCKET,
-                        Distance::OtherSocket => STEAL_OTHER_SOCKET,
-                        Distance::OtherNuma => STEAL_OTHER_NODE,
-                    });
-                    return Some(t);
+                    if let Some((i, t)) = found {
+                        if node_step {
+                            self.counters.bump(STEAL_NODE_STEP);
+                        }
+                        self.runq[peer].remove(i);
+                        self.on_runq[t as usize] = false;
+                        self.processor[t as usize] = cpu as CpuId;
+                        self.counters.bump(match topo.distance(peer, cpu) {
+                            Distance::SmtSibling => STEAL_SMT,
+                            Distance::SameSocket | Distance::SameCpu => STEAL_SOCKET,
+                            Distance::OtherSocket => STEAL_OTHER_SOCKET,
+                            Distance::OtherNuma => STEAL_OTHER_NODE,
+                        });
+                        return Some(t);
+                    }
                 }
             }
         }
@@ -966,6 +1077,8 @@ impl<P: CreditPolicy> Scheduler for Credit<P> {
         self.credit_of = vec![0; nt];
         self.pri = vec![PRI_UNDER; nt];
         self.pool = v.tasks.iter().map(|t| t.affinity.clone()).collect();
+        self.node_aff = numa_place(v, ndoms);
+        self.any_node_aff = self.node_aff.iter().any(Option::is_some);
         self.slice_of = vec![self.tslice; nt];
         self.ratelimit_of = vec![self.ratelimit; nt];
         P::init(self, ctx);
@@ -1466,6 +1579,51 @@ mod tests {
         assert_eq!(handed_out(&s, &doms), 800);
         let (s, _) = acct_shares(600, 300, 200, &doms);
         assert_eq!(handed_out(&s, &doms), 600);
+    }
+
+    /// xl's placement: equal unpinned domains alternate between the nodes; a pinned domain
+    /// and one larger than a node get no node affinity and count on every node.
+    #[test]
+    fn numa_placement_alternates_and_skips_pinned_or_large_domains() {
+        let info = |vm: u32, aff: &str| TaskInfo {
+            vm,
+            index: 0,
+            affinity: CpuSet::parse(aff).unwrap(),
+            weight: 256,
+            cap: 0,
+            class: None,
+            latency_vcpu: false,
+        };
+        // 2 sockets x 4 cores, one node each: node 0 = pCPUs 0-3, node 1 = 4-7.
+        let mut tasks = vec![];
+        for vm in 0..3 {
+            tasks.extend([info(vm, "0-7"), info(vm, "0-7")]);
+        }
+        tasks.extend([info(3, "0-1"), info(3, "0-1")]); // pinned
+        tasks.extend((0..5).map(|_| info(4, "0-7"))); // 5 vCPUs > 4 pCPUs per node
+        tasks.push(info(5, "0-7"));
+        let view = SchedView {
+            topo: Topology::new(2, 4, 1, 2),
+            state: vec![RunState::Halted; tasks.len()],
+            tasks,
+            cpu_curr: vec![None; 8],
+            nvms: 6,
+        };
+        let nodes: Vec<Option<String>> = numa_place(&view, 6)
+            .into_iter()
+            .map(|a| a.map(|c| format!("{:?}", c.iter().collect::<Vec<_>>())))
+            .collect();
+        let n0 = Some(format!("{:?}", (0..4).collect::<Vec<usize>>()));
+        let n1 = Some(format!("{:?}", (4..8).collect::<Vec<usize>>()));
+        // vm0 -> node 0, vm1 -> node 1, vm2 -> node 0 (tie, lower node); vm3, vm4: none
+        // (each adds its vCPUs to both nodes); vm5 -> node 1 (2 + 7 against 4 + 7).
+        assert_eq!(nodes, vec![n0.clone(), n1.clone(), n0, None, None, n1]);
+        // One node: no placement.
+        let flat = SchedView {
+            topo: Topology::new(2, 4, 1, 1),
+            ..view
+        };
+        assert!(numa_place(&flat, 6).iter().all(Option::is_none));
     }
 
     #[test]
