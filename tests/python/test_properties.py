@@ -170,7 +170,8 @@ def check_identities(s: dict) -> None:
     assert host["busy_time_s"] + host["idle_time_s"] == approx(host["pcpus"] * measured)
     assert 0.0 <= host["utilization"] <= 1.0 + REL
     total_cpu = 0.0
-    host_migr = {k: 0 for k in host["migrations"]}
+    counts = ("total", "smt_sibling", "same_socket", "other_socket", "other_numa")
+    host_migr = {k: 0 for k in counts}
     for vm in s["vms"]:
         assert vm["vcpu_count"] == len(vm["vcpus"])
         assert vm["cpu_time_s"] == approx(sum(v["cpu_time_s"] for v in vm["vcpus"]))
@@ -186,7 +187,11 @@ def check_identities(s: dict) -> None:
             assert v["cpu_time_s"] + v["wait_time_s"] + v["halted_time_s"] == approx(measured), (vm["name"], v)
             assert v["spin_time_s"] <= v["cpu_time_s"] + 1e-9
             m = v["migrations"]
-            assert m["total"] == sum(x for k, x in m.items() if k != "total")
+            assert m["total"] == sum(x for k, x in m.items() if k not in ("total", "cross_socket_share"))
+            if m["total"]:
+                assert m["cross_socket_share"] == approx((m["other_socket"] + m["other_numa"]) / m["total"])
+            else:
+                assert "cross_socket_share" not in m
             for k in host_migr:
                 host_migr[k] += m[k]
         for w in vm["workloads"]:
@@ -196,7 +201,7 @@ def check_identities(s: dict) -> None:
         check_latency(vm["latency_ms"])
     assert sum(vm["cpu_share"] for vm in s["vms"]) <= 1.0 + 1e-6
     assert total_cpu == approx(host["busy_time_s"])
-    assert host_migr == host["migrations"]
+    assert host_migr == {k: host["migrations"][k] for k in counts}
     jain = s["fairness"]["jain_vm"]
     assert jain is None or 0.0 < jain <= 1.0 + REL
 
