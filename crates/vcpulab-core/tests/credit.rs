@@ -9,17 +9,9 @@ use vcpulab_core::Scenario;
 mod common;
 use common::{checked, counter, run_checked, scenario};
 
-/// `n` hog VMs on a host, each `vcpus` busy vCPUs with the given weight.
+/// Credit hog VMs (see `common::hogs`).
 fn hogs(host: &str, vms: &[(u32, u32)], extra: &str) -> String {
-    let mut t = format!(
-        "duration = \"12s\"\nwarmup = \"2s\"\n[host]\n{host}\n[scheduler]\nname = \"credit\"\n"
-    );
-    for (i, (vcpus, weight)) in vms.iter().enumerate() {
-        t += &format!(
-            "[[vm]]\nname = \"v{i}\"\nvcpus = {vcpus}\nweight = {weight}\n{extra}[[vm.workload]]\nkind = \"stress-ng\"\nthreads = {vcpus}\n"
-        );
-    }
-    t
+    common::hogs("credit", host, vms, extra)
 }
 
 /// Two VMs of CPU hogs overcommitting the host 2:1, weights 256 and 512: CPU shares 1:2

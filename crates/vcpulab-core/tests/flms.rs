@@ -142,17 +142,9 @@ threads = 1
     assert_eq!(counter(&s, "flms_pool_outside_affinity"), 0);
 }
 
-/// `n` hog VMs, each `vcpus` busy vCPUs with the given weight.
+/// FLMS hog VMs, all NLSVMs (see `common::hogs`).
 fn hogs(host: &str, vms: &[(u32, u32)]) -> String {
-    let mut t = format!(
-        "duration = \"12s\"\nwarmup = \"2s\"\n[host]\n{host}\n[scheduler]\nname = \"flms\"\n"
-    );
-    for (i, (vcpus, weight)) in vms.iter().enumerate() {
-        t += &format!(
-            "[[vm]]\nname = \"v{i}\"\nvcpus = {vcpus}\nweight = {weight}\nclass = \"nlsvm\"\n[[vm.workload]]\nkind = \"stress-ng\"\nthreads = {vcpus}\n"
-        );
-    }
-    t
+    common::hogs("flms", host, vms, "class = \"nlsvm\"\n")
 }
 
 /// FLMS keeps Credit's credits: CPU hogs with weights 256 and 512 overcommitting the host

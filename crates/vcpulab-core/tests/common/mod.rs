@@ -69,3 +69,17 @@ pub fn counter(sum: &vcpulab_core::summary::Summary, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("no counter {name}: {:?}", sum.scheduler_counters))
         .1
 }
+
+/// A 12 s run (2 s warm-up) under `scheduler` of hog VMs on `host` (`[host]` keys), each
+/// (vCPUs, weight) busy vCPUs; `extra` is added to every VM's table.
+pub fn hogs(scheduler: &str, host: &str, vms: &[(u32, u32)], extra: &str) -> String {
+    let mut t = format!(
+        "duration = \"12s\"\nwarmup = \"2s\"\n[host]\n{host}\n[scheduler]\nname = \"{scheduler}\"\n"
+    );
+    for (i, (vcpus, weight)) in vms.iter().enumerate() {
+        t += &format!(
+            "[[vm]]\nname = \"v{i}\"\nvcpus = {vcpus}\nweight = {weight}\n{extra}[[vm.workload]]\nkind = \"stress-ng\"\nthreads = {vcpus}\n"
+        );
+    }
+    t
+}
