@@ -457,6 +457,9 @@ pub struct Credit<P: CreditPolicy = Plain> {
     pub(super) cap_mark: Vec<Option<(i64, bool)>>,
     /// pCPUs each vCPU may use: its affinity, narrowed by the policy's pools.
     pub(super) pool: Vec<CpuSet>,
+    /// pCPUs whose queue may hold a vCPU (a superset: bits are cleared when a queue
+    /// empties through the usual paths), so that balancers need not walk every pCPU.
+    pub(super) maybe_queued: CpuSet,
     /// Per domain: the pCPUs of its NUMA node affinity, from xl's automatic placement
     /// (None: no preference). See `numa_place`.
     pub(super) node_aff: Vec<Option<CpuSet>>,
@@ -529,6 +532,7 @@ impl<P: CreditPolicy> Credit<P> {
             pool: vec![],
             node_aff: vec![],
             any_node_aff: false,
+            maybe_queued: CpuSet::empty(1),
             slice_of: vec![],
             ratelimit_of: vec![],
             tslice: tslice_ms * NS_PER_MS,
@@ -597,6 +601,7 @@ impl<P: CreditPolicy> Credit<P> {
             })
             .unwrap_or(q.len());
         self.runq[cpu].insert(pos, t);
+        self.maybe_queued.insert(cpu);
         self.on_runq[t as usize] = true;
     }
 
@@ -607,6 +612,10 @@ impl<P: CreditPolicy> Credit<P> {
             .position(|&o| o == t)
             .expect("queued where it lives");
         q.remove(pos);
+        if q.is_empty() {
+            let cpu = self.processor[t as usize] as usize;
+            self.maybe_queued.remove(cpu);
+        }
         self.on_runq[t as usize] = false;
     }
 
@@ -832,6 +841,9 @@ impl<P: CreditPolicy> Credit<P> {
                             self.counters.bump(STEAL_NODE_STEP);
                         }
                         self.runq[peer].remove(i);
+                        if self.runq[peer].is_empty() {
+                            self.maybe_queued.remove(peer);
+                        }
                         self.on_runq[t as usize] = false;
                         self.processor[t as usize] = cpu as CpuId;
                         self.counters.bump(match topo.distance(peer, cpu) {
@@ -1051,6 +1063,7 @@ impl<P: CreditPolicy> Scheduler for Credit<P> {
         self.credit = self.credits_per_tslice * n as i64;
         self.idlers = CpuSet::full(n);
         self.runq = vec![VecDeque::new(); n];
+        self.maybe_queued = CpuSet::empty(n);
         self.curr = vec![None; n];
         self.runq_sort_last = vec![0; n];
         self.next_tick = vec![None; n];
@@ -1166,6 +1179,9 @@ impl<P: CreditPolicy> Scheduler for Credit<P> {
             None => {
                 if let Some(h) = head {
                     self.runq[c].pop_front();
+                    if self.runq[c].is_empty() {
+                        self.maybe_queued.remove(c);
+                    }
                     self.on_runq[h as usize] = false;
                     self.counters.bump(if Some(h) == prev {
                         PICK_SAME

@@ -636,8 +636,9 @@ impl CreditPolicy for Flms {
             &c.policy.for_cpu
         };
         let mut givers = CpuSet::empty(c.curr.len());
-        for peer in own.iter() {
-            if peer != cpu
+        for peer in c.maybe_queued.iter() {
+            if own.contains(peer)
+                && peer != cpu
                 && c.curr[peer].is_some()
                 && !c.idlers.contains(peer)
                 && has_candidate(c, peer, cpu, pri)
