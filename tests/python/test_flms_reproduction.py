@@ -65,3 +65,9 @@ def test_flms_iozone_reads_are_no_slower_than_credit():
     for rec in ["1M", "2M", "4M", "8M"]:
         assert ioz[(f"flms/read-{rec}", "throughput_kbps")] >= ioz[(f"credit/read-{rec}", "throughput_kbps")], rec
         assert ioz[(f"credit/write-{rec}", "throughput_kbps")] > 0
+
+
+def test_flms_web_server_transfers_at_least_as_much_as_under_credit():
+    web = _rows("flms-webbench")
+    assert web[("flms", "bandwidth_mbps")] >= web[("credit", "bandwidth_mbps")]
+    assert web[("flms-run", "bandwidth_mbps")] < web[("credit", "bandwidth_mbps")]

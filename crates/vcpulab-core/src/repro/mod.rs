@@ -63,6 +63,11 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         include_str!("../../../../scenarios/reproductions/flms-iozone/scenario.toml"),
     ),
     (
+        "flms-webbench",
+        include_str!("../../../../scenarios/reproductions/flms-webbench/experiment.toml"),
+        include_str!("../../../../scenarios/reproductions/flms-webbench/scenario.toml"),
+    ),
+    (
         "flms-io",
         include_str!("../../../../scenarios/reproductions/flms-io/experiment.toml"),
         include_str!("../../../../scenarios/reproductions/flms-io/scenario.toml"),
