@@ -260,3 +260,42 @@ threads = 2
     // The CPU VM runs on LPs 1-2 only: two pCPUs' worth.
     assert!(s.vms[1].cpu_time_s > 3.9, "{}", s.vms[1].cpu_time_s);
 }
+
+/// The SPs follow the I/O side's load both ways: an LSVM computing on three vCPUs (a
+/// finite sysbench run) next to one CPU hog grows its pool into the idle LPs, and when the
+/// run is over the SPs shrink back to one and the hog's VM gets the LPs again.
+#[test]
+fn short_slice_pool_grows_with_io_load_and_shrinks_when_it_ends() {
+    let text = r#"duration = "6s"
+[host]
+cores_per_socket = 4
+[scheduler]
+name = "flms"
+[[vm]]
+name = "ls"
+vcpus = 3
+class = "lsvm"
+[[vm.workload]]
+kind = "sysbench-cpu"
+threads = 3
+event_cost = "1ms"
+events = 4500
+[[vm]]
+name = "cpu"
+vcpus = 1
+class = "nlsvm"
+[[vm.workload]]
+kind = "stress-ng"
+threads = 1
+"#;
+    let s = run_checked(text);
+    assert!(counter(&s, "flms_resize_grow_sp") >= 1);
+    assert!(counter(&s, "flms_resize_shrink_sp") >= 1);
+    assert!(counter(&s, "flms_rebind_moved") + counter(&s, "flms_rebind_in_place") >= 2);
+    // 4.5 s of work on three vCPUs: 1.55 s here, as the SPs grow to three; on the one SP
+    // it starts with it would take 4.5 s.
+    let done = s.vms[0].workloads[0]
+        .completion_s
+        .expect("the sysbench run completes");
+    assert!(done < 2.5, "{done}");
+}
