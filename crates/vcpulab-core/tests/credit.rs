@@ -3,7 +3,7 @@
 //! `check`: no parked vCPU runs, every runnable vCPU is queued once, and no capped vCPU
 //! runs into more debt between two accounting passes than its cap allows).
 
-use vcpulab_core::api::{run, summary_json, RunOptions};
+use vcpulab_core::api::run;
 use vcpulab_core::Scenario;
 
 mod common;
@@ -230,14 +230,7 @@ fn same_seed_gives_byte_identical_summaries() {
         "cores_per_socket = 2",
         "sockets = 2\ncores_per_socket = 2\nthreads_per_core = 2\nnuma_nodes = 2",
     );
-    let sc = scenario(&text);
-    let a = summary_json(&run(&sc, None, &RunOptions::default()).unwrap());
-    let b = summary_json(&run(&sc, None, &RunOptions::default()).unwrap());
-    assert_eq!(a, b);
-    let c = summary_json(&run(&sc, Some(99), &RunOptions::default()).unwrap());
-    assert_ne!(a, c);
-    // Checking invariants observes the run without changing it.
-    assert_eq!(a, summary_json(&run(&sc, None, &checked()).unwrap()));
+    common::assert_deterministic(&scenario(&text));
 }
 
 /// The parameters are checked against Xen's limits; `cap` against the VM's vCPUs.

@@ -2,11 +2,10 @@
 //! under invariant checking while they resize, ping latency next to CPU hogs, weights,
 //! parameter checks and determinism.
 
-use vcpulab_core::api::{run, summary_json, RunOptions};
 use vcpulab_core::Scenario;
 
 mod common;
-use common::{checked, counter, run_checked, scenario};
+use common::{counter, run_checked, scenario};
 
 /// An LSVM answering pings every 5 ms (and running lookbusy at `io_busy`%, the paper's
 /// 50% background) next to three NLSVMs of two CPU hogs each, on four pCPUs, SR-IOV path.
@@ -174,13 +173,7 @@ fn same_seed_gives_byte_identical_summaries() {
         "sockets = 2\ncores_per_socket = 2\nthreads_per_core = 2",
     );
     let text = text.replace("duration = \"12s\"", "duration = \"3s\"");
-    let sc = scenario(&text);
-    let a = summary_json(&run(&sc, None, &RunOptions::default()).unwrap());
-    let b = summary_json(&run(&sc, None, &RunOptions::default()).unwrap());
-    assert_eq!(a, b);
-    let c = summary_json(&run(&sc, Some(99), &RunOptions::default()).unwrap());
-    assert_ne!(a, c);
-    assert_eq!(a, summary_json(&run(&sc, None, &checked()).unwrap()));
+    common::assert_deterministic(&scenario(&text));
 }
 
 /// FLMS's parameters are checked: Credit's limits, a short slice of 100 us up to the long

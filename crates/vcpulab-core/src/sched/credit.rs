@@ -374,22 +374,26 @@ pub fn numa_place(view: &SchedView, ndoms: usize) -> Vec<Option<CpuSet>> {
     for c in 0..n {
         node_cpus[topo.cpus[c].node as usize].insert(c);
     }
+    // Per domain, in one pass over the tasks: its vCPU count and whether all are unpinned.
+    let mut vcpus = vec![0usize; ndoms];
+    let mut unpinned = vec![true; ndoms];
+    for t in &view.tasks {
+        vcpus[t.vm as usize] += 1;
+        unpinned[t.vm as usize] &= t.affinity.len() == n;
+    }
+    let smallest_node = node_cpus.iter().map(|c| c.len()).min().unwrap_or(0);
     let mut counted = vec![0usize; nnodes];
-    for d in 0..ndoms {
-        let tasks: Vec<&super::TaskInfo> =
-            view.tasks.iter().filter(|t| t.vm as usize == d).collect();
-        if tasks.is_empty() {
+    for (d, slot) in aff.iter_mut().enumerate() {
+        if vcpus[d] == 0 {
             continue;
         }
-        let unpinned = tasks.iter().all(|t| t.affinity.len() == n);
-        let fits = tasks.len() <= node_cpus.iter().map(|c| c.len()).min().unwrap_or(0);
-        if unpinned && fits {
+        if unpinned[d] && vcpus[d] <= smallest_node {
             let best = (0..nnodes).min_by_key(|&k| (counted[k], k)).expect("nodes");
-            counted[best] += tasks.len();
-            aff[d] = Some(node_cpus[best].clone());
+            counted[best] += vcpus[d];
+            *slot = Some(node_cpus[best].clone());
         } else {
             for c in counted.iter_mut() {
-                *c += tasks.len();
+                *c += vcpus[d];
             }
         }
     }
@@ -1334,6 +1338,29 @@ impl<P: CreditPolicy> Scheduler for Credit<P> {
     }
 }
 
+/// For unit tests: the Credit-derived scheduler `policy` builds from `table` (parameters
+/// `infos`), started on `view` at time 0.
+#[cfg(test)]
+pub(super) fn started<P: CreditPolicy>(
+    view: &SchedView,
+    table: &toml::Table,
+    infos: &'static [ParamInfo],
+    policy: impl FnOnce(&Params) -> P,
+) -> Credit<P> {
+    let p = Params { table, infos };
+    let mut sched = Credit::with_policy(&p, policy(&p));
+    let mut out = super::SchedOut {
+        resched_pending: vec![false; view.cpu_curr.len()],
+        ..Default::default()
+    };
+    sched.init(&mut SchedCtx {
+        now: crate::time::SimTime(0),
+        view,
+        out: &mut out,
+    });
+    sched
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1362,17 +1389,7 @@ mod tests {
             cpu_curr: vec![None; ncpus],
             nvms: tasks.iter().map(|t| t.0 + 1).max().unwrap(),
         };
-        let table = toml::Table::new();
-        let mut sched = Credit::new(&Params {
-            table: &table,
-            infos: PARAMS,
-        });
-        let mut out = out_for(ncpus);
-        sched.init(&mut SchedCtx {
-            now: SimTime(0),
-            view: &view,
-            out: &mut out,
-        });
+        let sched = started(&view, &toml::Table::new(), PARAMS, |_| Plain);
         (view, sched)
     }
 

@@ -712,8 +712,7 @@ fn candidates(c: &Credit<Flms>, peer: usize, cpu: usize, pri: i8) -> Vec<TaskId>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sched::{RunState, SchedOut, Scheduler, TaskInfo};
-    use crate::time::SimTime;
+    use crate::sched::{RunState, TaskInfo};
 
     /// FLMS on `ncpus` pCPUs of one socket; tasks are latency vCPUs or not.
     fn setup(ncpus: usize, latency: &[bool]) -> (SchedView, Credit<Flms>) {
@@ -736,21 +735,7 @@ mod tests {
             cpu_curr: vec![None; ncpus],
             nvms: latency.len() as u32,
         };
-        let table = toml::Table::new();
-        let p = Params {
-            table: &table,
-            infos: PARAMS,
-        };
-        let mut sched = Credit::with_policy(&p, Flms::new(&p));
-        let mut out = SchedOut {
-            resched_pending: vec![false; ncpus],
-            ..Default::default()
-        };
-        sched.init(&mut SchedCtx {
-            now: SimTime(0),
-            view: &view,
-            out: &mut out,
-        });
+        let sched = credit::started(&view, &toml::Table::new(), PARAMS, Flms::new);
         (view, sched)
     }
 

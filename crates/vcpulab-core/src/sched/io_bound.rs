@@ -109,6 +109,20 @@ pub(super) struct Split {
     pub kept_affinity: u64,
 }
 
+impl Split {
+    /// The four set-up counters io-bound and vturbo both keep, in their order: latency
+    /// vCPUs bound to the reserved pCPUs, other vCPUs kept off them, vCPUs that kept their
+    /// affinity, and whether nothing was split (no latency vCPUs).
+    pub fn counts(&self) -> [u64; 4] {
+        [
+            self.latency_bound,
+            self.others_excluded,
+            self.kept_affinity,
+            u64::from(self.reserved.is_none()),
+        ]
+    }
+}
+
 /// Reserves the last `count` pCPUs for the latency vCPUs and binds every vCPU of `c` to
 /// its side (see the header of this file), unless no vCPU is a latency vCPU.
 pub(super) fn split_pools<P: CreditPolicy>(
@@ -194,10 +208,7 @@ pub(super) fn split_starvation_bound(
     }
 }
 
-const LATENCY_BOUND: usize = 0;
-const OTHERS_EXCLUDED: usize = 1;
-const KEPT_AFFINITY: usize = 2;
-const NO_LATENCY_VCPUS: usize = 3;
+/// The set-up counters, in `Split::counts` order.
 const NCOUNTERS: usize = 4;
 
 const COUNTER_NAMES: [&str; NCOUNTERS] = [
@@ -228,11 +239,7 @@ impl IoBound {
 impl CreditPolicy for IoBound {
     fn init(c: &mut Credit<Self>, ctx: &mut SchedCtx) {
         let split = split_pools(c, ctx, c.policy.io_pcpus);
-        let k = &mut c.policy.counters.values;
-        k[LATENCY_BOUND] = split.latency_bound;
-        k[OTHERS_EXCLUDED] = split.others_excluded;
-        k[KEPT_AFFINITY] = split.kept_affinity;
-        k[NO_LATENCY_VCPUS] = u64::from(split.reserved.is_none());
+        c.policy.counters.values = split.counts();
         c.policy.split = split.reserved.is_some();
     }
 
@@ -257,8 +264,7 @@ impl CreditPolicy for IoBound {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sched::{RunState, SchedOut, Scheduler, TaskInfo};
-    use crate::time::SimTime;
+    use crate::sched::{RunState, Scheduler, TaskInfo};
     use crate::topology::Topology;
 
     /// `io-bound` on 4 flat pCPUs with tasks (latency vCPU?, affinity), after `init`.
@@ -284,20 +290,7 @@ mod tests {
         };
         let mut table = toml::Table::new();
         table.insert("io_pcpus".into(), toml::Value::Integer(2));
-        let p = Params {
-            table: &table,
-            infos: PARAMS,
-        };
-        let mut sched = Credit::with_policy(&p, IoBound::new(&p));
-        let mut out = SchedOut {
-            resched_pending: vec![false; 4],
-            ..Default::default()
-        };
-        sched.init(&mut SchedCtx {
-            now: SimTime(0),
-            view: &view,
-            out: &mut out,
-        });
+        let sched = crate::sched::credit::started(&view, &table, PARAMS, IoBound::new);
         (view, sched)
     }
 
@@ -311,7 +304,7 @@ mod tests {
         assert_eq!(sched.policy.counters.values, [2, 1, 1, 0]);
         let (_, sched) = setup(&[(false, "0-3"), (false, "0-3")]);
         assert_eq!(sched.pool[0].to_string(), "0-3");
-        assert_eq!(sched.policy.counters.values[NO_LATENCY_VCPUS], 1);
+        assert_eq!(sched.policy.counters.values[3], 1); // no_latency_vcpus_plain_credit
     }
 
     /// The pool check fails for a vCPU running or queued outside its pool.

@@ -112,10 +112,7 @@ pub fn check_host(t: &Table, ncpus: usize) -> Res<()> {
     check_reserved_count(t, "turbo_pcpus", 1, ncpus)
 }
 
-const IO_VCPU_ON_TURBO: usize = 0;
-const OTHER_ON_REGULAR: usize = 1;
-const KEPT_AFFINITY: usize = 2;
-const NO_LATENCY_VCPUS: usize = 3;
+/// The set-up counters, in `Split::counts` order.
 const NCOUNTERS: usize = 4;
 
 const COUNTER_NAMES: [&str; NCOUNTERS] = [
@@ -157,11 +154,7 @@ impl CreditPolicy for VTurbo {
                 }
             }
         }
-        let k = &mut c.policy.counters.values;
-        k[IO_VCPU_ON_TURBO] = split.latency_bound;
-        k[OTHER_ON_REGULAR] = split.others_excluded;
-        k[KEPT_AFFINITY] = split.kept_affinity;
-        k[NO_LATENCY_VCPUS] = u64::from(split.reserved.is_none());
+        c.policy.counters.values = split.counts();
         c.policy.split = split.reserved.is_some();
     }
 

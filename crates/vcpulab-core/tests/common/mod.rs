@@ -83,3 +83,15 @@ pub fn hogs(scheduler: &str, host: &str, vms: &[(u32, u32)], extra: &str) -> Str
     }
     t
 }
+
+/// The same scenario and seed give byte-identical summaries, another seed a different
+/// one, and checking invariants observes a run without changing it.
+pub fn assert_deterministic(sc: &vcpulab_core::Scenario) {
+    use vcpulab_core::api::{run, summary_json, RunOptions};
+    let a = summary_json(&run(sc, None, &RunOptions::default()).unwrap());
+    let b = summary_json(&run(sc, None, &RunOptions::default()).unwrap());
+    assert_eq!(a, b);
+    let c = summary_json(&run(sc, Some(99), &RunOptions::default()).unwrap());
+    assert_ne!(a, c);
+    assert_eq!(a, summary_json(&run(sc, None, &checked()).unwrap()));
+}
