@@ -467,9 +467,13 @@ pub fn run_case(exp: &Experiment, case_id: &str, seed: Option<u64>) -> Result<Ve
     })?;
     let mut sums = vec![(0.0, 0u64); exp.metrics.len()];
     // One series of runs per distinct set of metric edits, in metric order.
-    let edits = |m: &Metric| format!("{:?} {:?}", m.set, m.remove);
+    let edits: Vec<String> = exp
+        .metrics
+        .iter()
+        .map(|m| format!("{:?} {:?}", m.set, m.remove))
+        .collect();
     for (g, group) in exp.metrics.iter().enumerate() {
-        if exp.metrics[..g].iter().any(|m| edits(m) == edits(group)) {
+        if edits[..g].contains(&edits[g]) {
             continue;
         }
         let sc = metric_scenario(exp, case, group)?;
@@ -478,7 +482,7 @@ pub fn run_case(exp: &Experiment, case_id: &str, seed: Option<u64>) -> Result<Ve
             let summary = run(&sc, Some(s), &RunOptions::default())?;
             let json = serde_json::to_value(&summary).expect("summary serialises");
             for (i, m) in exp.metrics.iter().enumerate() {
-                if edits(m) != edits(group) {
+                if edits[i] != edits[g] {
                     continue;
                 }
                 if let Some(v) = extract(&json, &m.value) {

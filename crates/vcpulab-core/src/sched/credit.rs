@@ -400,6 +400,15 @@ pub fn numa_place(view: &SchedView, ndoms: usize) -> Vec<Option<CpuSet>> {
     aff
 }
 
+/// What one balance step of the placement chose.
+struct Pick {
+    cpu: usize,
+    /// The chosen pCPU is idle (or the vCPU's own, with nothing waiting there).
+    idle: bool,
+    /// The group whose `idle_bias` the choice advances, if it moved into one.
+    biased: Option<usize>,
+}
+
 /// The next member of `set` after `after`, wrapping around (`cpumask_cycle`).
 fn cycle(set: &CpuSet, after: usize) -> Option<usize> {
     set.iter().find(|&c| c > after).or_else(|| set.first())
@@ -714,18 +723,23 @@ impl<P: CreditPolicy> Credit<P> {
     /// choice in the chosen group's `idle_bias`.
     pub(super) fn cpu_pick(&mut self, view: &SchedView, t: TaskId, commit: bool) -> usize {
         // Node-affinity step first: settle there only on an idle pCPU.
-        if let Some(near) = self.node_step_mask(t) {
-            let (cpu, idle) = self.pick_within(view, t, &near, false);
-            if idle {
+        let near = self
+            .node_step_mask(t)
+            .map(|near| self.pick_within(view, t, &near))
+            .filter(|pick| pick.idle);
+        let pick = match near {
+            Some(pick) => {
                 self.counters.bump(PICK_NODE_STEP);
-                if commit {
-                    self.pick_within(view, t, &near, true);
-                }
-                return cpu;
+                pick
+            }
+            None => self.pick_within(view, t, &self.pool[t as usize]),
+        };
+        if commit {
+            if let Some(b) = pick.biased {
+                self.idle_bias[b] = pick.cpu;
             }
         }
-        let pool = self.pool[t as usize].clone();
-        self.pick_within(view, t, &pool, commit).0
+        pick.cpu
     }
 
     /// The pCPUs of `t`'s pool in its domain's node affinity, if that narrows the pool
@@ -736,15 +750,8 @@ impl<P: CreditPolicy> Credit<P> {
         (!mask.is_empty() && mask != self.pool[t as usize]).then_some(mask)
     }
 
-    /// One balance step of `_csched_cpu_pick` within `aff`; also says whether the chosen
-    /// pCPU is idle.
-    fn pick_within(
-        &mut self,
-        view: &SchedView,
-        t: TaskId,
-        aff: &CpuSet,
-        commit: bool,
-    ) -> (usize, bool) {
+    /// One balance step of `_csched_cpu_pick` within `aff`.
+    fn pick_within(&self, view: &SchedView, t: TaskId, aff: &CpuSet) -> Pick {
         let topo = &view.topo;
         let proc = self.processor[t as usize] as usize;
         let mut cpu = if aff.contains(proc) {
@@ -797,12 +804,11 @@ impl<P: CreditPolicy> Credit<P> {
                 }
             }
         }
-        if commit {
-            if let Some(b) = biased {
-                self.idle_bias[b] = cpu;
-            }
+        Pick {
+            cpu,
+            idle: idlers.contains(cpu),
+            biased,
         }
-        (cpu, idlers.contains(cpu))
     }
 
     /// `csched_load_balance`: the first queued vCPU of priority above `pri` on a busy
