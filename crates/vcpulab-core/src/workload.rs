@@ -193,8 +193,16 @@ pub const PRESETS: &[(&str, &str)] = &[
 ///   in user mode (~150 us), and frees the old chunk with munmap, which flushes the TLB of
 ///   every vCPU running the process: an IPI barrier whose targets are mostly in user mode
 ///   (the paper: ebizzy's PLEs come mostly from IPI barriers).
-/// - pbzip2: a thread compresses a block (ms), takes the shared queue lock (a futex: a
-///   kernel spinlock on the hash bucket), and frees its buffer (munmap: IPI barrier).
+/// - pbzip2: a thread compresses one 900 kB block (bzip2 -9's block): bzip2 compresses
+///   about 10-12 MB/s per core (measured on this project's build machine: libbz2 level 9
+///   on 680 kB of source text, 55 ms, 12.4 MB/s), so ~75 ms of user compute per block.
+///   Each block's compression allocates libbz2's working arrays (~7.6 MB at -9: two
+///   4-byte arrays per input byte plus a 256 KiB table) and frees them afterwards, so the
+///   pages are faulted in and zeroed again (~1.5 ms in the kernel, ~1,900 faults) and the
+///   free returns them (munmap/madvise: a TLB-shootdown IPI barrier). Then the thread
+///   hands the block to the writer under the shared queue lock (a futex: a kernel
+///   spinlock on the hash bucket). (An earlier model used 2 ms per block, an unsourced
+///   guess 40x too short, which made pbzip2 the most barrier-bound preset.)
 /// - hackbench: groups of tasks pass 100-byte messages over socketpairs: a ~2 us kernel
 ///   send path under a receiver's socket-queue lock (held ~0.3 us; 8 shards for the
 ///   many sockets), a ~2 us receive/wake-up path under the woken task's run-queue lock
@@ -234,9 +242,10 @@ fn benchmark_ops(kind: &str, work: f64, lock: LockKind) -> Option<(Vec<Op>, &'st
         ),
         "pbzip2" => (
             vec![
-                compute(exp_us(2000.0 * work), Mode::User),
-                lk(0, 2.0, 1),
+                compute(us(1500.0 * work), Mode::Kernel),
+                compute(exp_us(75_000.0 * work), Mode::User),
                 ipi,
+                lk(0, 2.0, 1),
             ],
             "blocks/s",
             1,
