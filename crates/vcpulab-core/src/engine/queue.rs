@@ -153,4 +153,42 @@ mod tests {
             ]
         );
     }
+
+    /// Interleaved pushes and pops against a reference that keeps events sorted by
+    /// (time, insertion): many equal times, queues from empty to a few thousand.
+    #[test]
+    fn matches_a_sorted_reference_under_interleaved_pushes_and_pops() {
+        let mut q = EventQueue::default();
+        let mut reference: Vec<(u64, u64, u32)> = Vec::new(); // (time, seq, id)
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let (mut seq, mut now) = (0u64, 0u64);
+        for round in 0..20_000u32 {
+            let r = next();
+            // Grow for a while, then drain, so the heap passes through many shapes.
+            let push = if (round / 2_000) % 2 == 0 { r % 4 != 0 } else { r % 4 == 0 };
+            if push || reference.is_empty() {
+                let t = now + next() % 50; // few distinct times: many ties
+                seq += 1;
+                q.push(SimTime(t), EventKind::ThreadWake { thread: round });
+                reference.push((t, seq, round));
+            } else {
+                let (i, _) = reference
+                    .iter()
+                    .enumerate()
+                    .min_by_key(|(_, &(t, s, _))| (t, s))
+                    .unwrap();
+                let (t, _, id) = reference.remove(i);
+                let ev = q.pop().unwrap();
+                assert_eq!((ev.time.0, ev.kind), (t, EventKind::ThreadWake { thread: id }));
+                now = t;
+            }
+            assert_eq!(q.len(), reference.len());
+        }
+    }
 }
