@@ -20,6 +20,7 @@
 //!     own cache.
 //!   - Transfer: the dirty bytes at `link_gbps`, then `ack_rtt` for the secondary's
 //!     acknowledgement; the thread sleeps meanwhile (no CPU).
+//!
 //!   Then the VM resumes (its vCPUs wake) and the held I/O is released.
 //! - **DRBD** (protocol C): each disk write (`io` with `write_kib`) is also sent to the
 //!   secondary: `cpu_per_write` + `cpu_per_mib` of CPU in the DRBD thread, then the bytes

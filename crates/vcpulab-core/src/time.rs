@@ -107,7 +107,7 @@ impl fmt::Display for SimDuration {
             return write!(f, "0s");
         }
         for (unit, per) in [("s", NS_PER_S), ("ms", NS_PER_MS), ("us", NS_PER_US)] {
-            if ns % per == 0 {
+            if ns.is_multiple_of(per) {
                 return write!(f, "{}{}", ns / per, unit);
             }
         }

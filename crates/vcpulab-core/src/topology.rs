@@ -119,13 +119,13 @@ impl Topology {
             return err("numa_nodes", "must be at least 1".into());
         }
         if nodes <= sockets {
-            if sockets % nodes != 0 {
+            if !sockets.is_multiple_of(nodes) {
                 return err(
                     "numa_nodes",
                     format!("{nodes} NUMA nodes do not divide {sockets} sockets evenly"),
                 );
             }
-        } else if nodes % sockets != 0 || cores % (nodes / sockets) != 0 {
+        } else if !nodes.is_multiple_of(sockets) || !cores.is_multiple_of(nodes / sockets) {
             return err(
                 "numa_nodes",
                 format!("{nodes} NUMA nodes cannot split {sockets} sockets of {cores} cores into equal groups"),

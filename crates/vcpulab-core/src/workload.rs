@@ -162,7 +162,31 @@ pub struct WorkloadSpec {
     /// Bytes one unit (loop) moves, for `throughput_kbps` (iozone with `record_kib`); 0:
     /// not a byte stream.
     pub bytes_per_unit: u64,
+    /// The guest's receive path for a request-serving workload, when it runs elsewhere
+    /// than the workload's own threads (the `rx` key); None: the serving thread does it.
+    pub rx: Option<RxPath>,
 }
+
+/// A guest receive path on dedicated vCPUs (`rx = { vcpus = [..], ... }`): each arriving
+/// request first interrupts one of `vcpus` (in turn), whose kernel handles it at interrupt
+/// priority (driver, softirq, TCP/IP: `per_packet` + `per_kib` x its size, in base-clock
+/// ns) and then hands it to the workload's threads. vTurbo's I/O vCPU is the motivating
+/// case: interrupts and kernel receive processing there, the application elsewhere.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RxPath {
+    pub vcpus: Vec<u32>,
+    pub per_packet: f64,
+    pub per_kib: f64,
+}
+
+/// Default kernel cost of the receive path per request: interrupt entry and exit, the
+/// NAPI poll and the socket wake-up (~2 us on a 2010s Xeon, our estimate).
+pub const RX_PER_PACKET_NS: u64 = 2_000;
+/// Default kernel cost per KiB received: driver, GRO, IP and TCP per-frame work. The whole
+/// receive path of a TCP stream is ~1 us/KiB on 2010s hardware (the netperf preset's
+/// `cpu_per_kib`); about half of it is the copy to user space, which stays with the
+/// application, so the kernel part is ~0.5 us/KiB (our estimate).
+pub const RX_PER_KIB_NS: u64 = 500;
 
 pub const PRESETS: &[(&str, &str)] = &[
     ("program", "explicit list of operations (compute, lock, ipi, io, sleep, wait_request, respond, serve)"),
@@ -560,6 +584,41 @@ fn parse_arrivals(o: &Owned) -> Res<Arrivals> {
     Ok(a)
 }
 
+/// A list of distinct guest vCPU indices below `vcpus` (a workload's `vcpus`, `rx.vcpus`).
+fn parse_vcpu_list(o: &Owned, vcpus: u32) -> Res<Vec<u32>> {
+    let items = o.array()?;
+    if items.is_empty() {
+        return o.err("must list at least one vCPU index");
+    }
+    let mut list = Vec::new();
+    for i in &items {
+        let v = i.u64_in(0, vcpus as u64 - 1)? as u32;
+        if list.contains(&v) {
+            return i.err(format!("vCPU {v} is listed twice"));
+        }
+        list.push(v);
+    }
+    Ok(list)
+}
+
+/// The `rx` table of a request-serving workload.
+fn parse_rx(o: &Owned, vcpus: u32) -> Res<RxPath> {
+    let t = o.table()?;
+    let list = parse_vcpu_list(&t.req("vcpus")?, vcpus)?;
+    let per_packet = t
+        .opt_duration("per_packet")?
+        .unwrap_or(SimDuration::from_ns(RX_PER_PACKET_NS));
+    let per_kib = t
+        .opt_duration("per_kib")?
+        .unwrap_or(SimDuration::from_ns(RX_PER_KIB_NS));
+    t.finish(&["vcpus", "per_packet", "per_kib"])?;
+    Ok(RxPath {
+        vcpus: list,
+        per_packet: per_packet.ns() as f64,
+        per_kib: per_kib.ns() as f64,
+    })
+}
+
 /// Parses one `[[vm.workload]]` table, registering the lock names it uses.
 pub fn parse_workload(
     o: &Owned,
@@ -582,24 +641,10 @@ pub fn parse_workload(
             )
         }
     };
-    let placement = match t.get("vcpus") {
-        None => None,
-        Some(o) => {
-            let items = o.array()?;
-            if items.is_empty() {
-                return o.err("must list at least one vCPU index");
-            }
-            let mut list = Vec::new();
-            for i in &items {
-                let v = i.u64_in(0, vcpus as u64 - 1)? as u32;
-                if list.contains(&v) {
-                    return i.err(format!("vCPU {v} is listed twice"));
-                }
-                list.push(v);
-            }
-            Some(list)
-        }
-    };
+    let placement = t
+        .get("vcpus")
+        .map(|o| parse_vcpu_list(&o, vcpus))
+        .transpose()?;
     let dirty_bytes_per_ns =
         t.opt_f64("dirty_mib_per_s", 0.0, 1e6)?.unwrap_or(0.0) * crate::ft::MIB / 1e9;
     let mut timer_arrivals: Option<Arrivals> = None;
@@ -998,11 +1043,23 @@ pub fn parse_workload(
             ),
         );
     }
+    let rx = match t.get("rx") {
+        None => None,
+        Some(o) => {
+            let serves = ops.iter().any(|op| matches!(op, Op::WaitRequest));
+            if !serves || kind == "timer-rt" {
+                return o.err(format!(
+                    "the {kind} workload does not receive requests from the network; rx applies to ping, netperf, webbench and programs with wait_request"
+                ));
+            }
+            Some(parse_rx(&o, vcpus)?)
+        }
+    };
     // Keys every kind takes, besides its own.
     let allowed: Vec<&str> = allowed
         .iter()
         .copied()
-        .chain(["priority", "dirty_mib_per_s", "vcpus"])
+        .chain(["priority", "dirty_mib_per_s", "vcpus", "rx"])
         .collect();
     t.finish(&allowed)?;
     let threads = if t.has("threads") {
@@ -1025,5 +1082,6 @@ pub fn parse_workload(
         total_units,
         vcpus: placement,
         bytes_per_unit,
+        rx,
     })
 }

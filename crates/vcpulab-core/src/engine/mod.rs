@@ -129,6 +129,8 @@ enum RtOp {
     },
     /// Hand the packet on: into its guest, or out to the network (completing the request).
     Forward,
+    /// A guest receive path (`rx`): hand the request to its workload's threads.
+    RxDeliver,
 }
 
 /// A request from outside (see `Sim::arrival`): queued at its server workload, and on the
@@ -141,6 +143,8 @@ struct Packet {
     arrived: SimTime,
     /// A response leaving the guest (true) or a request entering it (false).
     outbound: bool,
+    /// Its guest receive path (`rx`) has handled it.
+    received: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -204,6 +208,10 @@ struct WorkloadRt {
     units_left: Option<u64>,
     units_running: u64,
     finished_at: Option<SimTime>,
+    /// The guest receive path (`rx`) its requests go through first, NONE if none.
+    rx_stage: u32,
+    /// For a receive path: the workload it serves; NONE for every other workload.
+    rx_for: u32,
 }
 
 /// The engine operations of one workload operation (work in base-clock ns).
@@ -576,6 +584,8 @@ impl<S: Scheduler> Sim<S> {
                     units_left: w.total_units,
                     units_running: 0,
                     finished_at: None,
+                    rx_stage: NONE,
+                    rx_for: NONE,
                 });
                 for ti in 0..w.threads {
                     let vcpu = match &w.vcpus {
@@ -684,6 +694,8 @@ impl<S: Scheduler> Sim<S> {
                 units_left: None,
                 units_running: 0,
                 finished_at: None,
+                rx_stage: NONE,
+                rx_for: NONE,
             });
             threads.push(Thread {
                 task,
@@ -702,6 +714,65 @@ impl<S: Scheduler> Sim<S> {
             });
             if helper == NONE {
                 tasks[task as usize].local.push_back(tid);
+            }
+        }
+        // Guest receive paths (`rx`): one more workload per request-serving workload that
+        // has one, after every VM workload and host thread (so their indices stay as the
+        // scenario lists them), with one interrupt-priority thread per listed vCPU.
+        for (vi, vm) in sc.vms.iter().enumerate() {
+            for (wi, w) in vm.workloads.iter().enumerate() {
+                let Some(rx) = &w.rx else { continue };
+                let app = vm_workload_base[vi] + wi as u32;
+                let wid = workloads.len() as u32;
+                workloads[app as usize].rx_stage = wid;
+                let wis = wi.to_string();
+                workloads.push(WorkloadRt {
+                    vm: vi as u32,
+                    ops: vec![
+                        RtOp::WaitRequest,
+                        RtOp::PacketWork {
+                            per_packet: rx.per_packet,
+                            per_kib: rx.per_kib,
+                        },
+                        RtOp::RxDeliver,
+                    ],
+                    counts_requests: false,
+                    arrivals: None,
+                    rng: Rng::derive(seed, &["vm", &vm.name, "workload", &wis, "rx"]),
+                    queue: VecDeque::new(),
+                    waiting: VecDeque::new(),
+                    completed: 0,
+                    latency: Histogram::default(),
+                    rt: true,
+                    dirty_bytes_per_ns: 0.0,
+                    helper: NONE,
+                    request_bytes: 0,
+                    bytes_done: 0,
+                    units_left: None,
+                    units_running: 0,
+                    finished_at: None,
+                    rx_stage: NONE,
+                    rx_for: app,
+                });
+                for (ti, &vcpu) in rx.vcpus.iter().enumerate() {
+                    let task = vm_task_base[vi] + vcpu;
+                    let tid = threads.len() as u32;
+                    threads.push(Thread {
+                        task,
+                        workload: wid,
+                        index_in_workload: ti as u32,
+                        pc: 0,
+                        state: ThState::Ready,
+                        rng: Rng::derive(
+                            seed,
+                            &["vm", &vm.name, "workload", &wis, "rx", &ti.to_string()],
+                        ),
+                        packet: None,
+                        last_loop_at: SimTime(u64::MAX),
+                        zero_time_loops: 0,
+                    });
+                    tasks[task as usize].local.push_back(tid);
+                }
             }
         }
         let any_unowned = sc.host_threads.iter().any(|h| h.vm.is_none());
@@ -1538,7 +1609,12 @@ impl<S: Scheduler> Sim<S> {
                     if th.zero_time_loops > MAX_ZERO_TIME_LOOPS {
                         th.state = ThState::Blocked;
                         let vm = self.st.workloads[w].vm as usize;
-                        let msg = if w >= self.st.n_vm_workloads as usize {
+                        let rx_for = self.st.workloads[w].rx_for;
+                        let msg = if rx_for != NONE {
+                            let local = rx_for as usize - self.st.vm_workload_base[vm] as usize;
+                            let name = self.st.vm_names[vm].clone();
+                            format!("the rx path of vm[{vm}] ({name:?}), workload[{local}], completed {MAX_ZERO_TIME_LOOPS} loops without time passing: give it a per_packet or per_kib cost")
+                        } else if w >= self.st.n_vm_workloads as usize {
                             let hi = w - self.st.n_vm_workloads as usize;
                             format!("host_thread[{hi}] completed {MAX_ZERO_TIME_LOOPS} loops without time passing: its operations take no time")
                         } else {
@@ -1766,8 +1842,20 @@ impl<S: Scheduler> Sim<S> {
                         if p.outbound {
                             self.complete_request(p.workload, p.arrived);
                         } else {
-                            self.enqueue(p.workload, p);
+                            self.enqueue_inbound(p);
                         }
+                    }
+                }
+                RtOp::RxDeliver => {
+                    th.pc += 1;
+                    if let Some(p) = th.packet.take() {
+                        self.enqueue(
+                            p.workload,
+                            Packet {
+                                received: true,
+                                ..p
+                            },
+                        );
                     }
                 }
             }
@@ -2098,11 +2186,23 @@ impl<S: Scheduler> Sim<S> {
             workload: w,
             arrived: now,
             outbound: false,
+            received: false,
         };
         if self.st.io_backend == NONE {
-            self.enqueue(w, p);
+            self.enqueue_inbound(p);
         } else {
             self.send_to_backend(p);
+        }
+    }
+
+    /// A request reaches its guest: through the workload's receive path (`rx`) first if
+    /// it has one, else straight to the workload.
+    fn enqueue_inbound(&mut self, p: Packet) {
+        let rx = self.st.workloads[p.workload as usize].rx_stage;
+        if rx != NONE && !p.received {
+            self.enqueue(rx, p);
+        } else {
+            self.enqueue(p.workload, p);
         }
     }
 

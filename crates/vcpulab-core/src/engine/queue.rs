@@ -171,7 +171,11 @@ mod tests {
         for round in 0..20_000u32 {
             let r = next();
             // Grow for a while, then drain, so the heap passes through many shapes.
-            let push = if (round / 2_000) % 2 == 0 { r % 4 != 0 } else { r % 4 == 0 };
+            let push = if (round / 2_000) % 2 == 0 {
+                r % 4 != 0
+            } else {
+                r % 4 == 0
+            };
             if push || reference.is_empty() {
                 let t = now + next() % 50; // few distinct times: many ties
                 seq += 1;
@@ -185,7 +189,10 @@ mod tests {
                     .unwrap();
                 let (t, _, id) = reference.remove(i);
                 let ev = q.pop().unwrap();
-                assert_eq!((ev.time.0, ev.kind), (t, EventKind::ThreadWake { thread: id }));
+                assert_eq!(
+                    (ev.time.0, ev.kind),
+                    (t, EventKind::ThreadWake { thread: id })
+                );
                 now = t;
             }
             assert_eq!(q.len(), reference.len());

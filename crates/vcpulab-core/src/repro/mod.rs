@@ -146,7 +146,10 @@ pub struct Row {
     pub ratio: Option<f64>,
 }
 
-fn parse_edits(t: &Table) -> Res<(Vec<(String, toml::Value)>, Vec<String>)> {
+/// Edits to a scenario: keys to set (with their values) and keys to remove.
+type Edits = (Vec<(String, toml::Value)>, Vec<String>);
+
+fn parse_edits(t: &Table) -> Res<Edits> {
     let set = match t.get("set") {
         Some(s) => {
             let st = s.table()?;

@@ -5,7 +5,8 @@
 //! ids, so a multiple of the threads per core designates whole cores) are *turbo cores*.
 //! Each VM's I/O vCPU — in a scenario, its latency vCPU(s) (`TaskInfo::latency_vcpu`: every
 //! vCPU of an LSVM, the reserved vCPUs of a MixVM), on which the scenario places the VM's
-//! I/O workloads with `vcpus = [0]` and so its interrupts — may run only on the turbo
+//! interrupt work (a workload's receive path with `rx = { vcpus = [0] }`, or a workload
+//! answered entirely in the kernel, like ping, with `vcpus = [0]`) — may run only on the turbo
 //! cores, with a time slice of `turbo_slice_us` (0.1 ms) and no rate limit. Every other
 //! vCPU runs only on the regular cores, with Credit's `tslice_ms` and `ratelimit_us`.
 //! Within each group everything is Credit (`credit.rs`): credits, priorities, the wake-up
