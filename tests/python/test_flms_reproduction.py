@@ -24,6 +24,12 @@ def test_every_case_and_metric_of_table_1_is_reported(io):
     assert papers["credit"] == 16.853 and papers["flms"] == 3.939 and papers["vslicer"] is None
 
 
+def test_credit_has_the_worst_latency(io):
+    # The first link of the latency order (the rest does not hold; models.md).
+    others = ["flms", "io-bound", "kvm", "vturbo", "vslicer"]
+    assert io[("credit", "latency_ms")] > max(io[(c, "latency_ms")] for c in others)
+
+
 def test_flms_cuts_latency_to_at_most_0_4_of_credit_and_beats_io_bounding(io):
     assert io[("flms", "latency_ms")] <= 0.4 * io[("credit", "latency_ms")]
     assert io[("flms", "latency_ms")] < io[("io-bound", "latency_ms")] < io[("credit", "latency_ms")]

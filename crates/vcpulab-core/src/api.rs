@@ -221,6 +221,11 @@ pub fn estimate_parts(sc: &Scenario) -> EventEstimate {
                         let m = work.base_ns(base_ghz).mean();
                         (m, m)
                     }
+                    // Its first cycle's work; the controller may lengthen it.
+                    Op::LookbusySpin { first_busy, .. } => {
+                        let m = first_busy.base_ns(base_ghz).mean();
+                        (m, m)
+                    }
                     Op::Lock { hold, .. } => (hold.mean(), hold.mean()),
                     Op::Io { latency, .. } => (latency.mean(), 0.0),
                     Op::Sleep { duration } => (duration.mean(), 0.0),

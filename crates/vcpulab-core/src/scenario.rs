@@ -566,6 +566,13 @@ fn parse_host_thread(
                     spec.threads
                 ));
             }
+            if spec
+                .ops
+                .iter()
+                .any(|o| matches!(o, workload::Op::LookbusySpin { .. }))
+            {
+                return w.err("lookbusy's controller reads a guest's CPU time; on a host thread set adaptive = false (a fixed duty cycle)");
+            }
             if let Some(bad) = spec.ops.iter().find(|o| {
                 !matches!(
                     o,

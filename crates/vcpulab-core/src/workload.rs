@@ -123,6 +123,14 @@ pub enum Op {
     /// `per_kib` x its size of CPU work: into the guest (an arriving request) or out to the
     /// network (a response, which completes the request).
     ForwardPacket { per_packet: f64, per_kib: f64 },
+    /// lookbusy's busy phase under its controller (the `lookbusy` preset with `adaptive`):
+    /// `first_busy` of work in the first cycle, then moved each cycle by (target `util` -
+    /// the guest's measured utilisation) x the phase / `spinners` (lookbusy's ncpus).
+    LookbusySpin {
+        util: f64,
+        first_busy: Work,
+        spinners: u32,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -192,7 +200,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("program", "explicit list of operations (compute, lock, ipi, io, sleep, wait_request, respond, serve)"),
     ("sysbench-cpu", "sysbench cpu: events of fixed CPU work (prime search), events/s"),
     ("stress-ng", "stress-ng --cpu: CPU hog threads, bogo-ops/s"),
-    ("lookbusy", "lookbusy: busy/idle duty cycle at a given utilisation"),
+    ("lookbusy", "lookbusy 1.4: 100 ms busy/sleep cycles at a target utilisation, busy phases adjusted to the guest's measured use"),
     ("ebizzy", "ebizzy: user-mode memory work, munmap TLB-shootdown IPI barriers; records/s"),
     ("pbzip2", "pbzip2: compression blocks, a shared queue lock, buffer munmap IPI barriers; blocks/s"),
     ("hackbench", "hackbench: kernel message passing over socket and run-queue spinlocks, frequent wake-ups; messages/s"),
@@ -735,18 +743,29 @@ pub fn parse_workload(
             )
         }
         "lookbusy" => {
+            // lookbusy 1.4 (lb.c, `cpu_spin`): each spinner calibrates a spin count worth
+            // `utilization` of a 100 ms cycle, then loops: spin, usleep for the rest of
+            // the cycle (the sleep stays fixed), and adjust the spin count by (target -
+            // measured) x count / ncpus, where "measured" is the whole guest's busy time
+            // (/proc/stat user + nice + system, all CPUs, over the cycle's wall time) per
+            // spinner. `adaptive = false` keeps the first spin count (a fixed duty cycle).
             let util = t.req("utilization")?.f64_in(0.0, 100.0)? / 100.0;
-            // lookbusy adjusts its busy/sleep split on a short control period; 10 ms keeps
-            // the duty cycle visible at scheduler time scales.
             let period = t
                 .opt_duration("period")?
                 .map(|d| d.ns() as f64)
-                .unwrap_or(10e6);
+                .unwrap_or(100e6);
             if period <= 0.0 {
                 return t.err("period", "must be longer than 0s");
             }
+            let adaptive = t.opt_bool("adaptive")?.unwrap_or(true);
             let mut ops = vec![];
-            if util > 0.0 {
+            if util > 0.0 && adaptive && util < 1.0 {
+                ops.push(Op::LookbusySpin {
+                    util,
+                    first_busy: Work::Time(Dist::Fixed(util * period)),
+                    spinners: 0, // the thread count, set below
+                });
+            } else if util > 0.0 {
                 ops.push(Op::Compute {
                     work: Work::Time(Dist::Fixed(util * period)),
                     mode: Mode::User,
@@ -760,7 +779,14 @@ pub fn parse_workload(
             (
                 ops,
                 "periods/s".into(),
-                &["kind", "threads", "utilization", "period", "unit"],
+                &[
+                    "kind",
+                    "threads",
+                    "utilization",
+                    "period",
+                    "adaptive",
+                    "unit",
+                ],
             )
         }
         "timer-rt" => {
@@ -1067,6 +1093,19 @@ pub fn parse_workload(
     } else {
         default_threads
     };
+    let ops = ops
+        .into_iter()
+        .map(|op| match op {
+            Op::LookbusySpin {
+                util, first_busy, ..
+            } => Op::LookbusySpin {
+                util,
+                first_busy,
+                spinners: threads,
+            },
+            o => o,
+        })
+        .collect::<Vec<_>>();
     let counts_requests = ops.iter().any(|o| matches!(o, Op::Respond));
     let rt = rt || kind == "timer-rt" || kind == "ping";
     Ok(WorkloadSpec {

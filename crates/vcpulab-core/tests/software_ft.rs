@@ -46,7 +46,7 @@ helper = "drbd"
 affinity = "4"
 [[host_thread]]
 name = "iothread"
-workload = {{ kind = "lookbusy", utilization = 30 }}
+workload = {{ kind = "lookbusy", utilization = 30, adaptive = false }}
 "#
     )
 }

@@ -131,6 +131,12 @@ enum RtOp {
     Forward,
     /// A guest receive path (`rx`): hand the request to its workload's threads.
     RxDeliver,
+    /// lookbusy's busy phase with its controller (see `Sim::lookbusy_busy_ns`).
+    LookbusySpin {
+        util: f64,
+        first_busy_ns: f64,
+        spinners: u32,
+    },
 }
 
 /// A request from outside (see `Sim::arrival`): queued at its server workload, and on the
@@ -178,7 +184,21 @@ struct Thread {
     packet: Option<Packet>,
     last_loop_at: SimTime,
     zero_time_loops: u32,
+    /// lookbusy's controller state (`RtOp::LookbusySpin`), from its first cycle on.
+    lookbusy: Option<LookbusyState>,
 }
+
+/// One lookbusy spinner's controller (lookbusy 1.4 `cpu_spin`): the CPU work of its next
+/// busy phase, and the wall clock and guest-wide busy time when the last cycle began.
+#[derive(Clone, Copy, Debug)]
+struct LookbusyState {
+    busy_ns: f64,
+    cycle_start: SimTime,
+    guest_busy_at_start: u64,
+}
+
+/// lookbusy's floor for a busy phase (its `minimum_cycles`, 10,000 loop iterations: ~10 us).
+const LOOKBUSY_MIN_BUSY_NS: f64 = 10_000.0;
 
 struct Lock {
     holder: u32,
@@ -250,6 +270,15 @@ fn rt_ops(op: &Op, base_ghz: f64) -> Vec<RtOp> {
         Op::Respond => RtOp::Respond,
         // A backend waits on its packet queue as a server waits on its request queue.
         Op::WaitPacket => RtOp::WaitRequest,
+        Op::LookbusySpin {
+            util,
+            first_busy,
+            spinners,
+        } => RtOp::LookbusySpin {
+            util: *util,
+            first_busy_ns: first_busy.base_ns(base_ghz).mean(),
+            spinners: *spinners,
+        },
         Op::ForwardPacket {
             per_packet,
             per_kib,
@@ -330,6 +359,9 @@ struct Task {
     local: VecDeque<ThreadId>,
     pending_acks: Vec<ThreadId>,
     c: TaskCounters,
+    /// Run time accounted before the warm-up reset `c` (so guest-visible busy time, which
+    /// lookbusy's controller reads, is monotonic).
+    run_ns_before_warmup: u64,
     kv: KvmTask,
 }
 
@@ -350,6 +382,7 @@ impl Task {
             local: VecDeque::new(),
             pending_acks: Vec::new(),
             c: TaskCounters::default(),
+            run_ns_before_warmup: 0,
             kv: KvmTask {
                 window: ple_window,
                 ..Default::default()
@@ -608,6 +641,7 @@ impl<S: Scheduler> Sim<S> {
                         packet: None,
                         last_loop_at: SimTime(u64::MAX),
                         zero_time_loops: 0,
+                        lookbusy: None,
                     });
                     tasks[task as usize].local.push_back(tid);
                 }
@@ -711,6 +745,7 @@ impl<S: Scheduler> Sim<S> {
                 packet: None,
                 last_loop_at: SimTime(u64::MAX),
                 zero_time_loops: 0,
+                lookbusy: None,
             });
             if helper == NONE {
                 tasks[task as usize].local.push_back(tid);
@@ -770,6 +805,7 @@ impl<S: Scheduler> Sim<S> {
                         packet: None,
                         last_loop_at: SimTime(u64::MAX),
                         zero_time_loops: 0,
+                        lookbusy: None,
                     });
                     tasks[task as usize].local.push_back(tid);
                 }
@@ -1846,6 +1882,22 @@ impl<S: Scheduler> Sim<S> {
                         }
                     }
                 }
+                RtOp::LookbusySpin {
+                    util,
+                    first_busy_ns,
+                    spinners,
+                } => {
+                    let (util, first, spinners) = (*util, *first_busy_ns, *spinners);
+                    let busy = self.lookbusy_busy_ns(id, util, first, spinners);
+                    let th = &mut self.st.threads[id as usize];
+                    // As for Compute: the pc advances when the work completes.
+                    th.state = ThState::Compute {
+                        remaining: busy,
+                        mode: Mode::User,
+                        release: NONE,
+                    };
+                    return true;
+                }
                 RtOp::RxDeliver => {
                     th.pc += 1;
                     if let Some(p) = th.packet.take() {
@@ -2195,6 +2247,55 @@ impl<S: Scheduler> Sim<S> {
         }
     }
 
+    /// The guest-visible busy time of VM `vm` so far (ns): its vCPUs' time on pCPUs,
+    /// including the current stretch of those running. Stolen time (a vCPU runnable but
+    /// not running, or stopped) is not busy, as in a guest kernel that accounts steal time
+    /// (Xen and KVM guests since Linux 3.x).
+    fn guest_busy_ns(&self, vm: u32) -> u64 {
+        let now = self.st.now;
+        let base = self.st.vm_task_base[vm as usize];
+        (base..base + self.st.vm_vcpus[vm as usize])
+            .map(|t| {
+                let task = &self.st.tasks[t as usize];
+                let running = matches!(self.view.state[t as usize], RunState::Running(_));
+                task.run_ns_before_warmup
+                    + task.c.run_ns
+                    + if running {
+                        now.since(task.state_since).ns()
+                    } else {
+                        0
+                    }
+            })
+            .sum()
+    }
+
+    /// lookbusy 1.4's `cpu_spin` controller: each cycle is a busy phase then a fixed
+    /// sleep. At the start of a cycle it reads the guest's busy time over the last cycle
+    /// (all CPUs, /proc/stat's user + nice + system, divided by its spinner count) and
+    /// moves the busy phase by (target - measured) x busy phase / spinners. A guest that
+    /// cannot get its target share therefore grows its busy phases cycle after cycle.
+    fn lookbusy_busy_ns(&mut self, id: ThreadId, util: f64, first: f64, spinners: u32) -> f64 {
+        let now = self.st.now;
+        let vm = self.st.workloads[self.st.threads[id as usize].workload as usize].vm;
+        let busy_now = self.guest_busy_ns(vm);
+        let th = &mut self.st.threads[id as usize];
+        let st = th.lookbusy.get_or_insert(LookbusyState {
+            busy_ns: first,
+            cycle_start: now,
+            guest_busy_at_start: busy_now,
+        });
+        let wall = now.since(st.cycle_start).ns();
+        if wall > 0 {
+            let spinners = spinners.max(1) as f64;
+            let measured = (busy_now - st.guest_busy_at_start) as f64 / wall as f64 / spinners;
+            let adjust = (util - measured) * st.busy_ns / spinners;
+            st.busy_ns = (st.busy_ns + adjust).max(LOOKBUSY_MIN_BUSY_NS);
+        }
+        st.cycle_start = now;
+        st.guest_busy_at_start = busy_now;
+        st.busy_ns
+    }
+
     /// A request reaches its guest: through the workload's receive path (`rx`) first if
     /// it has one, else straight to the workload.
     fn enqueue_inbound(&mut self, p: Packet) {
@@ -2530,6 +2631,7 @@ impl<S: Scheduler> Sim<S> {
         self.account_all();
         self.st.metrics_since = self.st.now;
         for t in &mut self.st.tasks {
+            t.run_ns_before_warmup += t.c.run_ns;
             t.c = TaskCounters::default();
         }
         for w in &mut self.st.workloads {
