@@ -33,7 +33,7 @@ shapes  `vcpulab run FILE --json` whole-process on the scenario files of benches
         no events: start, parsing, setup, output), against the number of vCPUs.
 
   python scripts/bench_scale.py                          # both, 3 repetitions
-  python scripts/bench_scale.py --mode sweep --reps 5 --runs 24 --sweep-duration 3
+  python scripts/bench_scale.py --mode sweep --reps 5 --runs 24 --sweep-duration 30
   python scripts/bench_scale.py --mode shapes --reps 5
   python scripts/bench_scale.py --mode sweep --engines local --workers 1,2,4
   python scripts/bench_scale.py --smoke                  # tiny, once, local only (CI)
@@ -319,8 +319,8 @@ def main(argv=None) -> int:
     ap.add_argument("--mode", choices=["sweep", "shapes", "all"], default="all", help="what to measure (default all)")
     ap.add_argument("--reps", type=int, default=3, help="repetitions, interleaved (default 3)")
     ap.add_argument("--runs", type=int, default=24, help="runs per sweep (default 24)")
-    ap.add_argument("--sweep-duration", type=float, default=3.0,
-                    help="simulated seconds per sweep run (default 3: ~0.4 s of simulation on this machine)")
+    ap.add_argument("--sweep-duration", type=float, default=30.0,
+                    help="simulated seconds per sweep run (default 30: ~3.4 M events, ~0.45 s of simulation here)")
     ap.add_argument("--workers", type=csv_ints, default=[1, 2], help="comma-separated N (default 1,2)")
     ap.add_argument("--engines", default="local,ray", help="comma-separated subset of local,ray (default both)")
     ap.add_argument("--ray-address", help="join this Ray cluster instead of starting a local instance per sweep")
