@@ -38,6 +38,7 @@ shapes  `vcpulab run FILE --json` whole-process on the scenario files of benches
   python scripts/bench_scale.py --mode sweep --engines local --workers 1,2,4
   python scripts/bench_scale.py --smoke                  # tiny, once, local only (CI)
   python scripts/bench_scale.py --save run.json          # keep the results
+  python scripts/bench_scale.py --wait-idle 300          # wait for a quiet machine before each repetition
 
 Timings on shared machines are noisy: compare ratios measured side by side in one run.
 """
@@ -49,6 +50,7 @@ import math
 import re
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -85,6 +87,40 @@ def set_duration(text: str, dur: str) -> str:
 def sweep_toml(base: Path, runs: int, dur: str) -> str:
     return (f'name = "bench-sweep"\nbase = {json.dumps(str(base))}\n[set]\nduration = "{dur}"\n'
             f'[axes]\nseed = {{ range = [1, {runs}] }}\n')
+
+
+def busy_fraction(interval: float = 1.0) -> float | None:
+    """Fraction of all CPUs busy over `interval` s (from /proc/stat), None off Linux."""
+    def sample():
+        f = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        return sum(f), f[3] + (f[4] if len(f) > 4 else 0)  # total, idle + iowait
+    try:
+        t0, i0 = sample()
+        time.sleep(interval)
+        t1, i1 = sample()
+    except (OSError, ValueError, IndexError):
+        return None
+    return 1 - (i1 - i0) / (t1 - t0) if t1 > t0 else None
+
+
+def wait_idle(a, what: str) -> None:
+    """With --wait-idle S: before a repetition, wait (up to S s) until the machine is idle
+    (< 20 % of the CPUs busy over 1 s): other work on a shared host (builds) skews timings."""
+    if not a.wait_idle:
+        return
+    start = time.monotonic()
+    while True:
+        b = busy_fraction()
+        if b is None or b < 0.2:
+            break
+        if time.monotonic() - start > a.wait_idle:
+            print(f"  {what}: machine still {b:.0%} busy after {a.wait_idle:g} s; measuring anyway",
+                  file=sys.stderr, flush=True)
+            break
+        time.sleep(4)
+    waited = time.monotonic() - start
+    if waited > 1.5:
+        print(f"  {what}: waited {waited:.0f} s for other work to finish", file=sys.stderr, flush=True)
 
 
 def spread(xs: list[float]) -> str:
@@ -142,6 +178,7 @@ def bench_sweep(a, tmp: Path, notes: list[str]) -> dict:
     k = 0
     dead = set()
     for rep in range(a.reps):
+        wait_idle(a, f"sweep rep {rep + 1}")
         w, _, out = run_child(vcpulab_cmd() + ["run", str(single), "--json"])
         serial.append({"wall_s": w, "events": json.loads(out)["events"]})
         print(f"  serial   vcpulab run x1 rep {rep + 1}/{a.reps}: {w:7.3f} s", file=sys.stderr, flush=True)
@@ -253,6 +290,7 @@ def bench_shapes(a, tmp: Path) -> dict:
         files[rel] = {"full": full, "tiny": tiny, **shape_info(text)}
     runs = {rel: {"full": [], "tiny": []} for rel in files}
     for rep in range(a.reps):
+        wait_idle(a, f"shapes rep {rep + 1}")
         for rel, f in files.items():  # interleaved: every file, then again
             for kind in ("tiny", "full"):
                 wall, rss, out = run_child(vcpulab_cmd() + ["run", str(f[kind]), "--json"])
@@ -328,6 +366,8 @@ def main(argv=None) -> int:
                     help="comma-separated scenario files under benches/ (default: the 9 PLE and Xen shapes)")
     ap.add_argument("--smoke", action="store_true",
                     help="tiny sizes, one repetition, local engine only, 4 runs per sweep (CI; a few seconds)")
+    ap.add_argument("--wait-idle", type=float, default=0, metavar="S",
+                    help="before each repetition wait up to S s until other work leaves the CPUs idle (default 0: off)")
     ap.add_argument("--save", type=Path, help="write the results as JSON")
     a = ap.parse_args(argv)
     a.engines = [e.strip() for e in a.engines.split(",") if e.strip()]
