@@ -170,13 +170,87 @@ impl Topology {
 /// A set of pCPU ids (bitset). Deterministic iteration in increasing id order.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct CpuSet {
-    words: Vec<u64>,
+    words: Words,
+}
+
+/// Inline words for hosts of up to this many x 64 pCPUs: schedulers build and intersect
+/// sets on every placement and balance, and a heap allocation each time was a seventh of
+/// an FLMS run at 64 pCPUs. Larger hosts spill to the heap.
+const INLINE_WORDS: usize = 4;
+
+/// The bitset's words: a small vector of u64 with inline storage (no dependency for it).
+#[derive(Clone)]
+enum Words {
+    Inline { len: u8, w: [u64; INLINE_WORDS] },
+    Heap(Vec<u64>),
+}
+
+impl Words {
+    fn zeroed(n: usize) -> Words {
+        if n <= INLINE_WORDS {
+            Words::Inline {
+                len: n as u8,
+                w: [0; INLINE_WORDS],
+            }
+        } else {
+            Words::Heap(vec![0; n])
+        }
+    }
+    fn resize(&mut self, n: usize) {
+        match self {
+            Words::Inline { len, w } if n <= INLINE_WORDS => {
+                for x in &mut w[n.min(*len as usize)..n.max(*len as usize)] {
+                    *x = 0;
+                }
+                *len = n as u8;
+            }
+            Words::Inline { len, w } => {
+                let mut v = w[..*len as usize].to_vec();
+                v.resize(n, 0);
+                *self = Words::Heap(v);
+            }
+            Words::Heap(v) => v.resize(n, 0),
+        }
+    }
+}
+
+impl std::ops::Deref for Words {
+    type Target = [u64];
+    #[inline]
+    fn deref(&self) -> &[u64] {
+        match self {
+            Words::Inline { len, w } => &w[..*len as usize],
+            Words::Heap(v) => v,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Words {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [u64] {
+        match self {
+            Words::Inline { len, w } => &mut w[..*len as usize],
+            Words::Heap(v) => v,
+        }
+    }
+}
+
+impl PartialEq for Words {
+    fn eq(&self, o: &Words) -> bool {
+        **self == **o
+    }
+}
+impl Eq for Words {}
+impl std::hash::Hash for Words {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        (**self).hash(h)
+    }
 }
 
 impl CpuSet {
     pub fn empty(ncpus: usize) -> CpuSet {
         CpuSet {
-            words: vec![0; ncpus.div_ceil(64).max(1)],
+            words: Words::zeroed(ncpus.div_ceil(64).max(1)),
         }
     }
     pub fn full(ncpus: usize) -> CpuSet {
@@ -190,7 +264,7 @@ impl CpuSet {
     pub fn insert(&mut self, cpu: usize) {
         let w = cpu / 64;
         if w >= self.words.len() {
-            self.words.resize(w + 1, 0);
+            self.words.resize(w + 1);
         }
         self.words[w] |= 1 << (cpu % 64);
     }
@@ -240,17 +314,17 @@ impl CpuSet {
     }
     pub fn intersect(&self, other: &CpuSet) -> CpuSet {
         let n = self.words.len().min(other.words.len());
-        CpuSet {
-            words: (0..n).map(|i| self.words[i] & other.words[i]).collect(),
+        let mut words = Words::zeroed(n);
+        for (i, x) in words.iter_mut().enumerate() {
+            *x = self.words[i] & other.words[i];
         }
+        CpuSet { words }
     }
     pub fn subtract(&self, other: &CpuSet) -> CpuSet {
-        let words = self
-            .words
-            .iter()
-            .enumerate()
-            .map(|(i, w)| w & !other.words.get(i).copied().unwrap_or(0))
-            .collect();
+        let mut words = self.words.clone();
+        for (i, x) in words.iter_mut().enumerate() {
+            *x &= !other.words.get(i).copied().unwrap_or(0);
+        }
         CpuSet { words }
     }
     pub fn max(&self) -> Option<usize> {

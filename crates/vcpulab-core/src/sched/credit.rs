@@ -785,21 +785,19 @@ impl<P: CreditPolicy> Credit<P> {
                 (2, socket_of(cpu), socket_of(nxt))
             };
             let idle_mine = mine.filter(|&c| idlers.contains(c)).count();
-            let nxt_idlers: Vec<usize> = theirs.filter(|&c| idlers.contains(c)).collect();
+            let mut nxt_idlers = CpuSet::empty(topo.ncpus());
+            for c in theirs.filter(|&c| idlers.contains(c)) {
+                nxt_idlers.insert(c);
+            }
             if idle_mine * factor < nxt_idlers.len() {
-                let mut cand = CpuSet::empty(topo.ncpus());
-                for &c in &nxt_idlers {
-                    if cpus.contains(c) {
-                        cand.insert(c);
-                    }
-                }
+                let cand = nxt_idlers.intersect(&cpus);
                 biased = Some(nxt);
                 cpu = cycle(&cand, self.idle_bias[nxt]).expect("nxt is a candidate");
                 for c in core_of(cpu) {
                     cpus.remove(c);
                 }
             } else {
-                for c in nxt_idlers {
+                for c in nxt_idlers.iter() {
                     cpus.remove(c);
                 }
             }

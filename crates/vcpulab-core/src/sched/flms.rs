@@ -393,6 +393,8 @@ pub struct Flms {
     /// Per pCPU: credits paid on it this period, and its load average.
     current_busy: Vec<i64>,
     history_busy: Vec<f64>,
+    /// Reused for the victim's candidates on every balance (no allocation per call).
+    victim_scratch: Vec<(TaskId, f64)>,
     counters: Counters<NCOUNTERS>,
 }
 
@@ -419,6 +421,7 @@ impl Flms {
             io_boost: vec![],
             current_busy: vec![],
             history_busy: vec![],
+            victim_scratch: vec![],
             counters: Counters::new(COUNTER_NAMES),
         }
     }
@@ -668,17 +671,24 @@ impl CreditPolicy for Flms {
                 return None;
             }
         };
-        let list = candidates(c, src, cpu, pri);
+        let mut with = std::mem::take(&mut c.policy.victim_scratch);
+        with.clear();
+        let f = &c.policy;
+        with.extend(candidates(c, src, cpu, pri).map(|t| {
+            let key = if on_sp {
+                f.io_boost[t as usize]
+            } else {
+                f.load_avg[t as usize]
+            };
+            (t, key)
+        }));
         let victim = if on_sp {
-            let with: Vec<(TaskId, f64)> =
-                list.iter().map(|&t| (t, f.io_boost[t as usize])).collect();
             sp_victim(&with)
         } else {
-            let with: Vec<(TaskId, f64)> =
-                list.iter().map(|&t| (t, f.load_avg[t as usize])).collect();
             lp_victim(f.history_busy[src], f.history_busy[cpu], &with)
         }
         .expect("a giver has a candidate");
+        c.policy.victim_scratch = with;
         c.policy.counters.bump(branch);
         c.policy
             .counters
@@ -700,13 +710,17 @@ fn has_candidate(c: &Credit<Flms>, peer: usize, cpu: usize, pri: i8) -> bool {
 
 /// What idle `cpu` may take from `peer`: its queued vCPUs of priority above `pri` whose
 /// pool contains `cpu`, in queue order (a queue is in priority order).
-fn candidates(c: &Credit<Flms>, peer: usize, cpu: usize, pri: i8) -> Vec<TaskId> {
+fn candidates<'a>(
+    c: &'a Credit<Flms>,
+    peer: usize,
+    cpu: usize,
+    pri: i8,
+) -> impl Iterator<Item = TaskId> + 'a {
     c.runq[peer]
         .iter()
         .copied()
-        .take_while(|&t| c.pri[t as usize] > pri)
-        .filter(|&t| c.pool[t as usize].contains(cpu))
-        .collect()
+        .take_while(move |&t| c.pri[t as usize] > pri)
+        .filter(move |&t| c.pool[t as usize].contains(cpu))
 }
 
 #[cfg(test)]
