@@ -260,7 +260,9 @@ pub fn estimate_parts(sc: &Scenario) -> EventEstimate {
                         }
                     };
                     arrivals += n;
-                    request_ops += loops.min(n) * nops;
+                    // A receive path (`rx`) adds its own three operations per request.
+                    let rx_ops = if w.rx.is_some() { 3.0 } else { 0.0 };
+                    request_ops += loops.min(n) * (nops + rx_ops);
                 }
             }
         }

@@ -176,7 +176,7 @@ pub struct WorkloadSpec {
 }
 
 /// A guest receive path on dedicated vCPUs (`rx = { vcpus = [..], ... }`): each arriving
-/// request first interrupts one of `vcpus` (in turn), whose kernel handles it at interrupt
+/// request first interrupts one of `vcpus` (the one waiting longest), whose kernel handles it at interrupt
 /// priority (driver, softirq, TCP/IP: `per_packet` + `per_kib` x its size, in base-clock
 /// ns) and then hands it to the workload's threads. vTurbo's I/O vCPU is the motivating
 /// case: interrupts and kernel receive processing there, the application elsewhere.

@@ -56,7 +56,7 @@ fn a_latency_vm_answers_pings_much_faster_than_under_credit() {
     let (c, f) = (ping_mean(&credit), ping_mean(&flms));
     assert!(f * 3.0 < c, "flms {f} ms vs credit {c} ms");
     assert!(f < 1.0, "flms {f} ms");
-    // The tail shows the hogs' slices: tens of ms under Credit (55 ms here), none under
+    // The tail shows the hogs' slices: tens of ms under Credit (50 ms here), none under
     // FLMS (with pools disabled it is Credit's).
     let p99 =
         |s: &vcpulab_core::summary::Summary| s.vms[0].workloads[0].latency_ms.as_ref().unwrap().p99;

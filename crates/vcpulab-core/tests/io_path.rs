@@ -269,9 +269,10 @@ fn an_rx_path_receives_on_its_vcpu_and_hands_the_request_to_the_application() {
         let s = go(&rx_host(path));
         let vm1 = s.vms.iter().find(|v| v.name == "vm1").unwrap();
         let w = &vm1.workloads[0];
-        assert_eq!(w.completed, 999, "{path}"); // the 1,000th arrives at the end
-                                                // 999 requests: 10 us of receive on vCPU 0, 30 us of application on vCPU 1 (less
-                                                // switch and migration costs, which the split path adds: 3 vCPUs on 2 pCPUs).
+        // The 1,000th request arrives at the end.
+        assert_eq!(w.completed, 999, "{path}");
+        // 999 requests: 10 us of receive on vCPU 0, 30 us of application on vCPU 1 (less
+        // switch and migration costs, which the split path adds: 3 vCPUs on 2 pCPUs).
         let work = |i: usize| vm1.vcpus[i].cpu_time_s - vm1.vcpus[i].overhead_time_s;
         let (rx, app) = (work(0), work(1));
         assert!(rx > 0.0099 && rx < 0.0105, "{path}: rx vCPU {rx}");

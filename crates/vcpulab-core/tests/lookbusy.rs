@@ -66,3 +66,26 @@ fn the_controller_needs_a_guest() {
     let e = err(&hosts(2, 0, 50, "adaptive = \"yes\""));
     assert!(e.contains("vm[0].workload[0].adaptive"), "{e}");
 }
+
+#[test]
+fn a_guest_already_busier_than_the_target_shrinks_the_busy_phases() {
+    // Two stress-ng threads already keep half of the guest's 4 vCPUs busy, so lookbusy
+    // (which measures the whole guest) sees its 50% met and shrinks its spin towards its
+    // floor: its cycles become the 50 ms sleep alone, twice as many per second.
+    let with_stress = |extra: &str| {
+        hosts(8, 0, 50, "").replace(
+            "utilization = 50\n",
+            &format!("utilization = 50\n{extra}\n[[vm.workload]]\nkind = \"stress-ng\"\nthreads = 2\nvcpus = [0, 1]\n"),
+        )
+    };
+    let adaptive = go(&with_stress(""));
+    let fixed = go(&with_stress("adaptive = false"));
+    let (a, f) = (
+        adaptive.vms[0].workloads[0].throughput,
+        fixed.vms[0].workloads[0].throughput,
+    );
+    // At most 40 with a fixed spin (4 spinners x 10 cycles/s; the two beside stress-ng
+    // take longer); with the controller the spin shrinks to ~nothing: near 4 x 20.
+    assert!(f <= 40.5, "fixed: {f} cycles/s");
+    assert!(a > 1.8 * f, "adaptive: {a} cycles/s against fixed {f}");
+}

@@ -1889,6 +1889,11 @@ impl<S: Scheduler> Sim<S> {
                 } => {
                     let (util, first, spinners) = (*util, *first_busy_ns, *spinners);
                     let busy = self.lookbusy_busy_ns(id, util, first, spinners);
+                    let wl = &self.st.workloads[w];
+                    if wl.dirty_bytes_per_ns > 0.0 {
+                        // As for Compute: dirtied as the busy phase starts.
+                        self.st.vm_dirty[wl.vm as usize] += busy * wl.dirty_bytes_per_ns;
+                    }
                     let th = &mut self.st.threads[id as usize];
                     // As for Compute: the pc advances when the work completes.
                     th.state = ThState::Compute {
@@ -2250,7 +2255,9 @@ impl<S: Scheduler> Sim<S> {
     /// The guest-visible busy time of VM `vm` so far (ns): its vCPUs' time on pCPUs,
     /// including the current stretch of those running. Stolen time (a vCPU runnable but
     /// not running, or stopped) is not busy, as in a guest kernel that accounts steal time
-    /// (Xen and KVM guests since Linux 3.x).
+    /// (Xen and KVM guests since Linux 3.x). Deviation: lookbusy reads user + nice +
+    /// system only, so a guest's interrupt and softirq time (an `rx` path) and the host's
+    /// switch costs, which count here, would not count there; both are small.
     fn guest_busy_ns(&self, vm: u32) -> u64 {
         let now = self.st.now;
         let base = self.st.vm_task_base[vm as usize];
@@ -2287,7 +2294,8 @@ impl<S: Scheduler> Sim<S> {
         let wall = now.since(st.cycle_start).ns();
         if wall > 0 {
             let spinners = spinners.max(1) as f64;
-            let measured = (busy_now - st.guest_busy_at_start) as f64 / wall as f64 / spinners;
+            let busy = busy_now.saturating_sub(st.guest_busy_at_start);
+            let measured = busy as f64 / wall as f64 / spinners;
             let adjust = (util - measured) * st.busy_ns / spinners;
             st.busy_ns = (st.busy_ns + adjust).max(LOOKBUSY_MIN_BUSY_NS);
         }
