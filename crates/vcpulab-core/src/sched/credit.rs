@@ -411,7 +411,7 @@ struct Pick {
 
 /// The next member of `set` after `after`, wrapping around (`cpumask_cycle`).
 fn cycle(set: &CpuSet, after: usize) -> Option<usize> {
-    set.iter().find(|&c| c > after).or_else(|| set.first())
+    set.next_after(after).or_else(|| set.first())
 }
 
 pub struct Credit<P: CreditPolicy = Plain> {
