@@ -37,6 +37,9 @@ def test_flms_cuts_latency_to_at_most_0_4_of_credit_and_beats_io_bounding(io):
 
 def test_flms_bandwidth_is_at_least_1_2_of_credit(io):
     assert io[("flms", "bandwidth_mbps")] >= 1.2 * io[("credit", "bandwidth_mbps")]
+    # Also once lookbusy's controller has grown its busy phases (10 s warm-up).
+    assert io[("flms-warm", "bandwidth_mbps")] >= 1.2 * io[("credit-warm", "bandwidth_mbps")]
+    assert io[("flms-warm", "latency_ms")] <= 0.4 * io[("credit-warm", "latency_ms")]
 
 
 def test_pools_sized_from_run_time_are_less_fair_than_from_demand():
