@@ -89,3 +89,33 @@ fn a_guest_already_busier_than_the_target_shrinks_the_busy_phases() {
     assert!(f <= 40.5, "fixed: {f} cycles/s");
     assert!(a > 1.8 * f, "adaptive: {a} cycles/s against fixed {f}");
 }
+
+#[test]
+fn busy_phases_dirty_memory_for_kemari_like_any_compute() {
+    // A Kemari-protected guest: lookbusy dirtying 50 MiB per CPU-second, and an I/O every
+    // 100 ms (each a sync that copies what was dirtied since the last one).
+    let guest = |extra: &str| {
+        format!(
+            "duration = \"5s\"\n[host]\ncores_per_socket = 4\n[scheduler]\nname = \"cfs\"\n\
+             [[vm]]\nname = \"g\"\nvcpus = 2\n[[vm.workload]]\nkind = \"lookbusy\"\nthreads = 1\n\
+             utilization = 50\nvcpus = [0]\n{extra}\n[[vm.workload]]\nkind = \"program\"\nvcpus = [1]\n\
+             ops = [{{ op = \"sleep\", duration = \"100ms\" }}, {{ op = \"io\", latency = \"1ms\" }}]\n\
+             [[host_thread]]\nname = \"kemari\"\nvm = \"g\"\nhelper = \"kemari\"\n"
+        )
+    };
+    let paused = |extra: &str| go(&guest(extra)).vms[0].ft.as_ref().unwrap().paused_time_s;
+    let (adaptive, fixed) = (
+        paused("dirty_mib_per_s = 50"),
+        paused("dirty_mib_per_s = 50\nadaptive = false"),
+    );
+    let clean = paused("");
+    // ~25 MiB dirtied per second either way (the guest reaches its 50%): syncs copy it.
+    assert!(
+        adaptive > 4.0 * clean,
+        "adaptive {adaptive} s vs clean {clean} s"
+    );
+    assert!(
+        (adaptive / fixed - 1.0).abs() < 0.25,
+        "adaptive {adaptive} s vs fixed {fixed} s"
+    );
+}
