@@ -188,6 +188,30 @@ struct Thread {
     lookbusy: Option<LookbusyState>,
 }
 
+impl Thread {
+    /// A thread of `workload` on vCPU or host-thread task `task`, at its first operation.
+    fn new(
+        task: TaskId,
+        workload: u32,
+        index_in_workload: u32,
+        state: ThState,
+        rng: Rng,
+    ) -> Thread {
+        Thread {
+            task,
+            workload,
+            index_in_workload,
+            pc: 0,
+            state,
+            rng,
+            packet: None,
+            last_loop_at: SimTime(u64::MAX),
+            zero_time_loops: 0,
+            lookbusy: None,
+        }
+    }
+}
+
 /// One lookbusy spinner's controller (lookbusy 1.4 `cpu_spin`): the CPU work of its next
 /// busy phase, and the wall clock and guest-wide busy time when the last cycle began.
 #[derive(Clone, Copy, Debug)]
@@ -232,6 +256,34 @@ struct WorkloadRt {
     rx_stage: u32,
     /// For a receive path: the workload it serves; NONE for every other workload.
     rx_for: u32,
+}
+
+impl WorkloadRt {
+    /// A workload of VM `vm` (or a host thread's) running `ops`, with nothing served yet;
+    /// the callers set what differs from these defaults (arrivals, priority, helper, ...).
+    fn new(vm: u32, ops: Vec<RtOp>, rng: Rng) -> WorkloadRt {
+        WorkloadRt {
+            vm,
+            ops,
+            counts_requests: false,
+            arrivals: None,
+            rng,
+            queue: VecDeque::new(),
+            waiting: VecDeque::new(),
+            completed: 0,
+            latency: Histogram::default(),
+            rt: false,
+            dirty_bytes_per_ns: 0.0,
+            helper: NONE,
+            request_bytes: 0,
+            bytes_done: 0,
+            units_left: None,
+            units_running: 0,
+            finished_at: None,
+            rx_stage: NONE,
+            rx_for: NONE,
+        }
+    }
 }
 
 /// The engine operations of one workload operation (work in base-clock ns).
@@ -600,25 +652,17 @@ impl<S: Scheduler> Sim<S> {
                     .collect();
                 let wis = wi.to_string();
                 workloads.push(WorkloadRt {
-                    vm: vi as u32,
-                    ops,
                     counts_requests: w.counts_requests,
                     arrivals: w.arrivals.clone(),
-                    rng: Rng::derive(seed, &["vm", &vm.name, "workload", &wis, "arrivals"]),
-                    queue: VecDeque::new(),
-                    waiting: VecDeque::new(),
-                    completed: 0,
-                    latency: Histogram::default(),
                     rt: w.rt,
                     dirty_bytes_per_ns: w.dirty_bytes_per_ns,
-                    helper: NONE,
                     request_bytes: w.request_bytes,
-                    bytes_done: 0,
                     units_left: w.total_units,
-                    units_running: 0,
-                    finished_at: None,
-                    rx_stage: NONE,
-                    rx_for: NONE,
+                    ..WorkloadRt::new(
+                        vi as u32,
+                        ops,
+                        Rng::derive(seed, &["vm", &vm.name, "workload", &wis, "arrivals"]),
+                    )
                 });
                 for ti in 0..w.threads {
                     let vcpu = match &w.vcpus {
@@ -628,21 +672,16 @@ impl<S: Scheduler> Sim<S> {
                     let task = vm_task_base[vi] + vcpu;
                     k += 1;
                     let tid = threads.len() as u32;
-                    threads.push(Thread {
+                    threads.push(Thread::new(
                         task,
-                        workload: wid,
-                        index_in_workload: ti,
-                        pc: 0,
-                        state: ThState::Ready,
-                        rng: Rng::derive(
+                        wid,
+                        ti,
+                        ThState::Ready,
+                        Rng::derive(
                             seed,
                             &["vm", &vm.name, "workload", &wis, "thread", &ti.to_string()],
                         ),
-                        packet: None,
-                        last_loop_at: SimTime(u64::MAX),
-                        zero_time_loops: 0,
-                        lookbusy: None,
-                    });
+                    ));
                     tasks[task as usize].local.push_back(tid);
                 }
             }
@@ -711,42 +750,25 @@ impl<S: Scheduler> Sim<S> {
                 }
             };
             workloads.push(WorkloadRt {
-                vm: owner,
-                ops,
-                counts_requests: false,
-                arrivals: None,
-                rng: Rng::derive(seed, &["host_thread", &h.name, "arrivals"]),
-                queue: VecDeque::new(),
-                waiting: VecDeque::new(),
-                completed: 0,
-                latency: Histogram::default(),
-                rt: false,
-                dirty_bytes_per_ns: 0.0,
                 helper,
-                request_bytes: 0,
-                bytes_done: 0,
-                units_left: None,
-                units_running: 0,
-                finished_at: None,
-                rx_stage: NONE,
-                rx_for: NONE,
+                ..WorkloadRt::new(
+                    owner,
+                    ops,
+                    Rng::derive(seed, &["host_thread", &h.name, "arrivals"]),
+                )
             });
-            threads.push(Thread {
+            let state = if helper == NONE {
+                ThState::Ready
+            } else {
+                ThState::Blocked
+            };
+            threads.push(Thread::new(
                 task,
-                workload: wid,
-                index_in_workload: 0,
-                pc: 0,
-                state: if helper == NONE {
-                    ThState::Ready
-                } else {
-                    ThState::Blocked
-                },
-                rng: Rng::derive(seed, &["host_thread", &h.name, "thread"]),
-                packet: None,
-                last_loop_at: SimTime(u64::MAX),
-                zero_time_loops: 0,
-                lookbusy: None,
-            });
+                wid,
+                0,
+                state,
+                Rng::derive(seed, &["host_thread", &h.name, "thread"]),
+            ));
             if helper == NONE {
                 tasks[task as usize].local.push_back(tid);
             }
@@ -761,52 +783,36 @@ impl<S: Scheduler> Sim<S> {
                 let wid = workloads.len() as u32;
                 workloads[app as usize].rx_stage = wid;
                 let wis = wi.to_string();
+                let ops = vec![
+                    RtOp::WaitRequest,
+                    RtOp::PacketWork {
+                        per_packet: rx.per_packet,
+                        per_kib: rx.per_kib,
+                    },
+                    RtOp::RxDeliver,
+                ];
                 workloads.push(WorkloadRt {
-                    vm: vi as u32,
-                    ops: vec![
-                        RtOp::WaitRequest,
-                        RtOp::PacketWork {
-                            per_packet: rx.per_packet,
-                            per_kib: rx.per_kib,
-                        },
-                        RtOp::RxDeliver,
-                    ],
-                    counts_requests: false,
-                    arrivals: None,
-                    rng: Rng::derive(seed, &["vm", &vm.name, "workload", &wis, "rx"]),
-                    queue: VecDeque::new(),
-                    waiting: VecDeque::new(),
-                    completed: 0,
-                    latency: Histogram::default(),
                     rt: true,
-                    dirty_bytes_per_ns: 0.0,
-                    helper: NONE,
-                    request_bytes: 0,
-                    bytes_done: 0,
-                    units_left: None,
-                    units_running: 0,
-                    finished_at: None,
-                    rx_stage: NONE,
                     rx_for: app,
+                    ..WorkloadRt::new(
+                        vi as u32,
+                        ops,
+                        Rng::derive(seed, &["vm", &vm.name, "workload", &wis, "rx"]),
+                    )
                 });
                 for (ti, &vcpu) in rx.vcpus.iter().enumerate() {
                     let task = vm_task_base[vi] + vcpu;
                     let tid = threads.len() as u32;
-                    threads.push(Thread {
+                    threads.push(Thread::new(
                         task,
-                        workload: wid,
-                        index_in_workload: ti as u32,
-                        pc: 0,
-                        state: ThState::Ready,
-                        rng: Rng::derive(
+                        wid,
+                        ti as u32,
+                        ThState::Ready,
+                        Rng::derive(
                             seed,
                             &["vm", &vm.name, "workload", &wis, "rx", &ti.to_string()],
                         ),
-                        packet: None,
-                        last_loop_at: SimTime(u64::MAX),
-                        zero_time_loops: 0,
-                        lookbusy: None,
-                    });
+                    ));
                     tasks[task as usize].local.push_back(tid);
                 }
             }
