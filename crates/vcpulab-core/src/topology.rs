@@ -432,7 +432,7 @@ mod tests {
                     state ^= state << 13;
                     state ^= state >> 7;
                     state ^= state << 17;
-                    if state % density == 0 {
+                    if state.is_multiple_of(density) {
                         s.insert(c);
                     }
                 }
