@@ -7,9 +7,14 @@ use vcpulab_core::summary::Summary;
 mod common;
 use common::{run_checked as go, scenario_err as err};
 
-/// A 2-pCPU host; VM "vm1" runs `workloads`; `path` is "direct" or "split" (then a 1-vCPU
-/// driver domain "dom0" runs netback); `extra` is appended (more VMs).
+/// A 2-pCPU host; VM "vm1" (1 vCPU) runs `workloads`; `path` is "direct" or "split" (then
+/// a 1-vCPU driver domain "dom0" runs netback); `extra` is appended (more VMs).
 fn host(scheduler: &str, path: &str, workloads: &str, extra: &str) -> String {
+    host_vcpus(scheduler, path, 1, workloads, extra)
+}
+
+/// `host` with `vcpus` vCPUs for vm1.
+fn host_vcpus(scheduler: &str, path: &str, vcpus: u32, workloads: &str, extra: &str) -> String {
     let (io, dom0) = if path == "split" {
         (
             "io_path = \"split\"\nio_driver = \"dom0\"",
@@ -19,7 +24,7 @@ fn host(scheduler: &str, path: &str, workloads: &str, extra: &str) -> String {
         ("", "")
     };
     format!(
-        "duration = \"10s\"\n[host]\ncores_per_socket = 2\n{io}\n[scheduler]\nname = \"{scheduler}\"\n{dom0}[[vm]]\nname = \"vm1\"\nvcpus = 1\n{workloads}\n{extra}"
+        "duration = \"10s\"\n[host]\ncores_per_socket = 2\n{io}\n[scheduler]\nname = \"{scheduler}\"\n{dom0}[[vm]]\nname = \"vm1\"\nvcpus = {vcpus}\n{workloads}\n{extra}"
     )
 }
 
@@ -246,20 +251,15 @@ fn threads_of_short_user_operations_share_their_vcpu() {
 /// A 2-pCPU host; vm1 has 2 vCPUs and serves 10 ms periodic requests: the application
 /// (30 us of user work) on vCPU 1, the receive path (10 us of kernel work) on vCPU 0.
 fn rx_host(path: &str) -> String {
-    let (io, dom0) = if path == "split" {
-        (
-            "io_path = \"split\"\nio_driver = \"dom0\"",
-            "[[vm]]\nname = \"dom0\"\nvcpus = 1\n[[vm.workload]]\nkind = \"netback\"\n",
-        )
-    } else {
-        ("", "")
-    };
-    format!(
-        "duration = \"10s\"\n[host]\ncores_per_socket = 2\n{io}\n[scheduler]\nname = \"cfs\"\n{dom0}\
-         [[vm]]\nname = \"vm1\"\nvcpus = 2\n[[vm.workload]]\nkind = \"program\"\nvcpus = [1]\n\
-         arrivals = {{ process = \"periodic\", interval = \"10ms\" }}\n\
-         rx = {{ vcpus = [0], per_packet = \"10us\", per_kib = \"0ns\" }}\n\
-         ops = [{{ op = \"wait_request\" }}, {{ op = \"compute\", duration = \"30us\" }}, {{ op = \"respond\" }}]\n"
+    host_vcpus(
+        "cfs",
+        path,
+        2,
+        "[[vm.workload]]\nkind = \"program\"\nvcpus = [1]\n\
+         arrivals = { process = \"periodic\", interval = \"10ms\" }\n\
+         rx = { vcpus = [0], per_packet = \"10us\", per_kib = \"0ns\" }\n\
+         ops = [{ op = \"wait_request\" }, { op = \"compute\", duration = \"30us\" }, { op = \"respond\" }]",
+        "",
     )
 }
 
