@@ -167,6 +167,28 @@ impl Topology {
     }
 }
 
+/// The (word index, bit mask) pairs that cover ids `r` in a set of `nwords` words (a
+/// core's or a socket's pCPUs are a contiguous range of ids).
+fn range_masks(nwords: usize, r: std::ops::Range<usize>) -> impl Iterator<Item = (usize, u64)> {
+    let end = r.end.min(nwords * 64);
+    let mut lo = r.start;
+    std::iter::from_fn(move || {
+        if lo >= end {
+            return None;
+        }
+        let wi = lo / 64;
+        let hi = end.min((wi + 1) * 64);
+        let width = hi - lo;
+        let mask = if width == 64 {
+            u64::MAX
+        } else {
+            ((1u64 << width) - 1) << (lo % 64)
+        };
+        lo = hi;
+        Some((wi, mask))
+    })
+}
+
 /// A set of pCPU ids (bitset). Deterministic iteration in increasing id order.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct CpuSet {
@@ -349,6 +371,49 @@ impl CpuSet {
     }
     pub fn max(&self) -> Option<usize> {
         self.iter().last()
+    }
+
+    /// Adds the members of `other`.
+    pub fn union_with(&mut self, other: &CpuSet) {
+        if other.words.len() > self.words.len() {
+            self.words.resize(other.words.len());
+        }
+        for (x, o) in self.words.iter_mut().zip(other.words.iter()) {
+            *x |= o;
+        }
+    }
+    /// The members whose aligned pair {2k, 2k+1} (an SMT-2 core) is wholly in the set.
+    pub fn whole_pairs(&self) -> CpuSet {
+        const EVEN: u64 = 0x5555_5555_5555_5555;
+        let mut out = self.clone();
+        for w in out.words.iter_mut() {
+            let both = *w & (*w >> 1) & EVEN;
+            *w = both | (both << 1);
+        }
+        out
+    }
+    /// How many members lie in `r`.
+    #[inline]
+    pub fn count_in(&self, r: std::ops::Range<usize>) -> usize {
+        range_masks(self.words.len(), r)
+            .map(|(wi, m)| (self.words[wi] & m).count_ones() as usize)
+            .sum()
+    }
+    /// The members that lie in `r`.
+    #[inline]
+    pub fn within(&self, r: std::ops::Range<usize>) -> CpuSet {
+        let mut out = CpuSet { words: Words::zeroed(self.words.len()) };
+        for (wi, m) in range_masks(self.words.len(), r) {
+            out.words[wi] = self.words[wi] & m;
+        }
+        out
+    }
+    /// Removes the members that lie in `r`.
+    #[inline]
+    pub fn remove_range(&mut self, r: std::ops::Range<usize>) {
+        for (wi, m) in range_masks(self.words.len(), r) {
+            self.words[wi] &= !m;
+        }
     }
 
     /// Parses a cpu-list as taskset and the kernel write it: `"0-3,6,8-9"`.

@@ -136,7 +136,7 @@ use super::{
 };
 use crate::reader::{Res, Table};
 use crate::time::{SimDuration, NS_PER_MS, NS_PER_US};
-use crate::topology::{CpuSet, Distance};
+use crate::topology::{CpuSet, Distance, Topology};
 use std::collections::VecDeque;
 
 pub const DESCRIPTION: &str = "Xen 4.4 Credit (credit1): weights and caps by credits, BOOST/UNDER/OVER priorities, 30 ms slice, 1 ms rate limit, per-pCPU queues with stealing";
@@ -412,6 +412,82 @@ struct Pick {
 /// The next member of `set` after `after`, wrapping around (`cpumask_cycle`).
 fn cycle(set: &CpuSet, after: usize) -> Option<usize> {
     set.next_after(after).or_else(|| set.first())
+}
+
+/// The walk over idle pCPUs of `_csched_cpu_pick`, from `cpu` over the candidates `cpus`
+/// (idle pCPUs of the affinity, `cpu` excluded): Xen visits every candidate in cycle
+/// order and moves to the next one's core (same socket) or socket (other socket) when
+/// that has more idlers than the current one's (twice as many across sockets), choosing
+/// inside it from that group's `idle_bias`; a candidate that does not win is dropped
+/// with its group. Returns the choice and the candidate whose group it moved into last.
+///
+/// Instead of visiting the losers one by one (a walk linear in the idle pCPUs, run on
+/// every wake and every tick), this jumps to the next candidate that would win from the
+/// current choice (`winners`). Same answer: idle counts do not change during the walk and
+/// a move only raises the current core's or socket's count, so a candidate that loses
+/// once loses against every later choice too, and dropping it or not changes nothing
+/// (`tests::pick_walk_matches_xen_loop` checks this against the literal loop).
+fn pick_walk(
+    topo: &Topology,
+    idlers: &CpuSet,
+    mut cpus: CpuSet,
+    mut cpu: usize,
+    idle_bias: &[usize],
+) -> (usize, Option<usize>) {
+    let mut biased = None;
+    loop {
+        let w = winners(topo, idlers, &cpus, cpu);
+        let Some(nxt) = cycle(&w, cpu) else {
+            return (cpu, biased);
+        };
+        let group = if topo.cpus[nxt].socket == topo.cpus[cpu].socket {
+            topo.core_cpus(topo.cpus[nxt].core)
+        } else {
+            socket_cpus(topo, topo.cpus[nxt].socket as usize)
+        };
+        let cand = cpus.within(group);
+        biased = Some(nxt);
+        cpu = cycle(&cand, idle_bias[nxt]).expect("nxt is a candidate");
+        cpus.remove_range(topo.core_cpus(topo.cpus[cpu].core));
+    }
+}
+
+fn socket_cpus(topo: &Topology, socket: usize) -> std::ops::Range<usize> {
+    let per_socket = (topo.cores_per_socket * topo.threads_per_core) as usize;
+    socket * per_socket..(socket + 1) * per_socket
+}
+
+/// The candidates that would win against `cpu` in the walk above: in `cpu`'s socket,
+/// those whose core has more idlers than `cpu`'s core; elsewhere, those in a socket with
+/// more than twice the idlers of `cpu`'s socket.
+fn winners(topo: &Topology, idlers: &CpuSet, cpus: &CpuSet, cpu: usize) -> CpuSet {
+    let my_socket = topo.cpus[cpu].socket as usize;
+    let socket_idle = idlers.count_in(socket_cpus(topo, my_socket));
+    let mut w = CpuSet::empty(topo.ncpus());
+    for s in (0..topo.sockets as usize).filter(|&s| s != my_socket) {
+        let r = socket_cpus(topo, s);
+        if idlers.count_in(r.clone()) > 2 * socket_idle {
+            w.union_with(&cpus.within(r));
+        }
+    }
+    let tpc = topo.threads_per_core as usize;
+    let core_idle = idlers.count_in(topo.core_cpus(topo.cpus[cpu].core));
+    let mine = cpus.within(socket_cpus(topo, my_socket));
+    if core_idle == 0 {
+        // Every candidate's core has at least the candidate idle.
+        w.union_with(&mine);
+    } else if tpc == 2 && core_idle == 1 {
+        w.union_with(&mine.intersect(&idlers.whole_pairs()));
+    } else if core_idle < tpc {
+        let first_core = (my_socket * topo.cores_per_socket as usize) as u32;
+        for core in first_core..first_core + topo.cores_per_socket {
+            let r = topo.core_cpus(core);
+            if mine.count_in(r.clone()) > 0 && idlers.count_in(r.clone()) > core_idle {
+                w.union_with(&mine.within(r));
+            }
+        }
+    }
+    w
 }
 
 pub struct Credit<P: CreditPolicy = Plain> {
@@ -770,38 +846,7 @@ impl<P: CreditPolicy> Credit<P> {
             }
         }
         cpus.remove(cpu);
-        let per_socket = (topo.cores_per_socket * topo.threads_per_core) as usize;
-        let core_of = |c: usize| topo.core_cpus(topo.cpus[c].core);
-        let socket_of = |c: usize| {
-            let s = topo.cpus[c].socket as usize;
-            s * per_socket..(s + 1) * per_socket
-        };
-        let mut biased = None;
-        while let Some(nxt) = cycle(&cpus, cpu) {
-            let same_socket = topo.cpus[cpu].socket == topo.cpus[nxt].socket;
-            let (factor, mine, theirs) = if same_socket {
-                (1, core_of(cpu), core_of(nxt))
-            } else {
-                (2, socket_of(cpu), socket_of(nxt))
-            };
-            let idle_mine = mine.filter(|&c| idlers.contains(c)).count();
-            let mut nxt_idlers = CpuSet::empty(topo.ncpus());
-            for c in theirs.filter(|&c| idlers.contains(c)) {
-                nxt_idlers.insert(c);
-            }
-            if idle_mine * factor < nxt_idlers.len() {
-                let cand = nxt_idlers.intersect(&cpus);
-                biased = Some(nxt);
-                cpu = cycle(&cand, self.idle_bias[nxt]).expect("nxt is a candidate");
-                for c in core_of(cpu) {
-                    cpus.remove(c);
-                }
-            } else {
-                for c in nxt_idlers.iter() {
-                    cpus.remove(c);
-                }
-            }
-        }
+        let (cpu, biased) = pick_walk(topo, &idlers, cpus, cpu, &self.idle_bias);
         Pick {
             cpu,
             idle: idlers.contains(cpu),
@@ -1370,7 +1415,89 @@ mod tests {
     use super::*;
     use crate::sched::{SchedOut, TaskInfo};
     use crate::time::SimTime;
-    use crate::topology::Topology;
+
+    /// The walk of `_csched_cpu_pick` as Xen writes it: visit every candidate in cycle
+    /// order, comparing idle counts of cores (same socket) or sockets (factor 2).
+    fn xen_loop(
+        topo: &Topology,
+        idlers: &CpuSet,
+        mut cpus: CpuSet,
+        mut cpu: usize,
+        idle_bias: &[usize],
+    ) -> (usize, Option<usize>) {
+        let mut biased = None;
+        while let Some(nxt) = cycle(&cpus, cpu) {
+            let same_socket = topo.cpus[cpu].socket == topo.cpus[nxt].socket;
+            let group = |c: usize| {
+                if same_socket {
+                    topo.core_cpus(topo.cpus[c].core)
+                } else {
+                    socket_cpus(topo, topo.cpus[c].socket as usize)
+                }
+            };
+            let factor = if same_socket { 1 } else { 2 };
+            let idle_mine = group(cpu).filter(|&c| idlers.contains(c)).count();
+            let theirs: Vec<usize> = group(nxt).filter(|&c| idlers.contains(c)).collect();
+            if idle_mine * factor < theirs.len() {
+                let mut cand = CpuSet::empty(topo.ncpus());
+                for &c in theirs.iter().filter(|&&c| cpus.contains(c)) {
+                    cand.insert(c);
+                }
+                biased = Some(nxt);
+                cpu = cycle(&cand, idle_bias[nxt]).unwrap();
+                for c in topo.core_cpus(topo.cpus[cpu].core) {
+                    cpus.remove(c);
+                }
+            } else {
+                for c in theirs {
+                    cpus.remove(c);
+                }
+            }
+        }
+        (cpu, biased)
+    }
+
+    #[test]
+    fn pick_walk_matches_xen_loop() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        // (sockets, cores per socket, threads per core): SMT 1, 2 and 4, one to four
+        // sockets, and a host past one 64-bit word.
+        let shapes = [(1, 8, 2), (2, 4, 2), (2, 3, 1), (2, 2, 4), (4, 2, 2), (2, 40, 2), (3, 5, 3)];
+        let mut moved = 0;
+        for &(s, c, t) in &shapes {
+            let topo = Topology::new(s, c, t, 1);
+            let n = topo.ncpus();
+            for _ in 0..3000 {
+                // Sparse, half and dense idle sets.
+                let density = [4, 2, 1][(next() % 3) as usize];
+                let mut idlers = CpuSet::empty(n);
+                let mut aff = CpuSet::empty(n);
+                for cpu in 0..n {
+                    if next() % 4 < 4 / density {
+                        idlers.insert(cpu);
+                    }
+                    if next() % 5 != 0 {
+                        aff.insert(cpu);
+                    }
+                }
+                let cpu = (next() as usize) % n;
+                let mut cpus = aff.intersect(&idlers);
+                cpus.remove(cpu);
+                let bias: Vec<usize> = (0..n).map(|_| (next() as usize) % n).collect();
+                let want = xen_loop(&topo, &idlers, cpus.clone(), cpu, &bias);
+                let got = pick_walk(&topo, &idlers, cpus, cpu, &bias);
+                assert_eq!(got, want, "shape {s}x{c}x{t}, idlers {idlers}, cpu {cpu}");
+                moved += (want.1.is_some()) as u32;
+            }
+        }
+        assert!(moved > 1000, "the random states rarely move: {moved}");
+    }
 
     /// A scheduler on `ncpus` pCPUs of one socket with tasks (vm, weight, cap, affinity).
     fn setup(ncpus: usize, tasks: &[(u32, u32, u32, &str)]) -> (SchedView, Credit) {

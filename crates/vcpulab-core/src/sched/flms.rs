@@ -342,6 +342,55 @@ pub fn balance_source(
     BalanceFrom::None
 }
 
+/// `balance_source` without building the set of givers: `peers` are the pCPUs that may
+/// be givers and `is_giver` decides (it scans a run queue, so it is asked only where the
+/// answer can change the result: the siblings, and the pCPUs busier than `cpu` by more
+/// than the step's threshold that would beat the best so far). `None` when no peer is a
+/// giver at all (the "nothing to take" branch), else what `balance_source` would return
+/// for the givers among `peers` (`tests::lazy_balance_matches_balance_source`).
+pub fn balance_source_lazy(
+    topo: &Topology,
+    cpu: usize,
+    peers: &CpuSet,
+    mut is_giver: impl FnMut(usize) -> bool,
+    busy: &[f64],
+    a: f64,
+    b: f64,
+) -> Option<BalanceFrom> {
+    let me = &topo.cpus[cpu];
+    if let Some(s) = topo
+        .core_cpus(me.core)
+        .find(|&c| c != cpu && peers.contains(c) && is_giver(c))
+    {
+        return Some(BalanceFrom::Sibling(s));
+    }
+    let (mut same, mut other): (Option<usize>, Option<usize>) = (None, None);
+    for c in peers.iter().filter(|&c| c != cpu) {
+        let on_socket = topo.cpus[c].socket == me.socket;
+        let threshold = if on_socket { a } else { b };
+        if busy[c] - busy[cpu] <= threshold {
+            continue;
+        }
+        let best = if on_socket { &mut same } else { &mut other };
+        if best.is_some_and(|x| busy[x] >= busy[c]) {
+            continue;
+        }
+        if is_giver(c) {
+            *best = Some(c);
+        }
+    }
+    if let Some(s) = same {
+        return Some(BalanceFrom::SameSocket(s));
+    }
+    if let Some(s) = other {
+        return Some(BalanceFrom::OtherSocket(s));
+    }
+    peers
+        .iter()
+        .any(|c| c != cpu && is_giver(c))
+        .then_some(BalanceFrom::None)
+}
+
 /// SP victim: the candidate (task, IO_Boost), in queue order, with the smallest IO_Boost.
 pub fn sp_victim(cands: &[(TaskId, f64)]) -> Option<TaskId> {
     cands
@@ -638,30 +687,24 @@ impl CreditPolicy for Flms {
         } else {
             &c.policy.for_cpu
         };
-        let mut givers = CpuSet::empty(c.curr.len());
-        for peer in c.maybe_queued.iter() {
-            if own.contains(peer)
-                && peer != cpu
-                && c.curr[peer].is_some()
-                && !c.idlers.contains(peer)
-                && has_candidate(c, peer, cpu, pri)
-            {
-                givers.insert(peer);
-            }
-        }
-        if givers.is_empty() {
-            c.policy.counters.bump(BALANCE_NOTHING_TO_TAKE);
-            return None;
-        }
+        let mut peers = c.maybe_queued.intersect(own);
+        peers.remove(cpu);
         let f = &c.policy;
-        let from = balance_source(
+        let from = balance_source_lazy(
             &ctx.view.topo,
             cpu,
-            &givers,
+            &peers,
+            |peer| {
+                c.curr[peer].is_some() && !c.idlers.contains(peer) && has_candidate(c, peer, cpu, pri)
+            },
             &f.history_busy,
             f.balance_a,
             f.balance_b,
         );
+        let Some(from) = from else {
+            c.policy.counters.bump(BALANCE_NOTHING_TO_TAKE);
+            return None;
+        };
         let (src, branch) = match from {
             BalanceFrom::Sibling(s) => (s, BALANCE_SIBLING),
             BalanceFrom::SameSocket(s) => (s, BALANCE_SAME_SOCKET),
@@ -883,5 +926,60 @@ mod tests {
         busy[4] = 70.0;
         assert_eq!(src(&[2, 4], &busy), BalanceFrom::None);
         assert_eq!(src(&[], &busy), BalanceFrom::None);
+    }
+
+    #[test]
+    fn lazy_balance_matches_balance_source() {
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut branches = [0u32; 5];
+        for &(s, c, t) in &[(1, 4, 2), (2, 4, 2), (2, 3, 1), (4, 2, 2), (2, 40, 2)] {
+            let topo = Topology::new(s, c, t, 1);
+            let n = topo.ncpus();
+            for _ in 0..3000 {
+                let cpu = (next() as usize) % n;
+                let (mut peers, mut givers) = (CpuSet::empty(n), CpuSet::empty(n));
+                for p in 0..n {
+                    if next() % 3 != 0 {
+                        peers.insert(p);
+                        if next() % 4 != 0 {
+                            givers.insert(p);
+                        }
+                    }
+                }
+                // Coarse values so that ties happen.
+                let busy: Vec<f64> = (0..n).map(|_| (next() % 12) as f64 * 15.0).collect();
+                let lazy = balance_source_lazy(
+                    &topo,
+                    cpu,
+                    &peers,
+                    |p| givers.contains(p),
+                    &busy,
+                    40.0,
+                    80.0,
+                );
+                let mut real = givers.clone();
+                real.remove(cpu);
+                let want = if real.is_empty() {
+                    None
+                } else {
+                    Some(balance_source(&topo, cpu, &real, &busy, 40.0, 80.0))
+                };
+                assert_eq!(lazy, want, "cpu {cpu}, givers {real}, busy {busy:?}");
+                branches[match want {
+                    None => 0,
+                    Some(BalanceFrom::Sibling(_)) => 1,
+                    Some(BalanceFrom::SameSocket(_)) => 2,
+                    Some(BalanceFrom::OtherSocket(_)) => 3,
+                    Some(BalanceFrom::None) => 4,
+                }] += 1;
+            }
+        }
+        assert!(branches.iter().all(|&k| k > 50), "every branch is exercised: {branches:?}");
     }
 }
