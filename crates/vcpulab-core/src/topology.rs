@@ -402,7 +402,9 @@ impl CpuSet {
     /// The members that lie in `r`.
     #[inline]
     pub fn within(&self, r: std::ops::Range<usize>) -> CpuSet {
-        let mut out = CpuSet { words: Words::zeroed(self.words.len()) };
+        let mut out = CpuSet {
+            words: Words::zeroed(self.words.len()),
+        };
         for (wi, m) in range_masks(self.words.len(), r) {
             out.words[wi] = self.words[wi] & m;
         }

@@ -1468,7 +1468,15 @@ mod tests {
         };
         // (sockets, cores per socket, threads per core): SMT 1, 2 and 4, one to four
         // sockets, and a host past one 64-bit word.
-        let shapes = [(1, 8, 2), (2, 4, 2), (2, 3, 1), (2, 2, 4), (4, 2, 2), (2, 40, 2), (3, 5, 3)];
+        let shapes = [
+            (1, 8, 2),
+            (2, 4, 2),
+            (2, 3, 1),
+            (2, 2, 4),
+            (4, 2, 2),
+            (2, 40, 2),
+            (3, 5, 3),
+        ];
         let mut moved = 0;
         for &(s, c, t) in &shapes {
             let topo = Topology::new(s, c, t, 1);

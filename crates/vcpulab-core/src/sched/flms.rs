@@ -695,7 +695,9 @@ impl CreditPolicy for Flms {
             cpu,
             &peers,
             |peer| {
-                c.curr[peer].is_some() && !c.idlers.contains(peer) && has_candidate(c, peer, cpu, pri)
+                c.curr[peer].is_some()
+                    && !c.idlers.contains(peer)
+                    && has_candidate(c, peer, cpu, pri)
             },
             &f.history_busy,
             f.balance_a,
@@ -980,6 +982,9 @@ mod tests {
                 }] += 1;
             }
         }
-        assert!(branches.iter().all(|&k| k > 50), "every branch is exercised: {branches:?}");
+        assert!(
+            branches.iter().all(|&k| k > 50),
+            "every branch is exercised: {branches:?}"
+        );
     }
 }
