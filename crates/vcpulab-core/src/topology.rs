@@ -355,12 +355,28 @@ impl CpuSet {
         }
     }
     pub fn intersect(&self, other: &CpuSet) -> CpuSet {
-        let n = self.words.len().min(other.words.len());
-        let mut words = Words::zeroed(n);
-        for (i, x) in words.iter_mut().enumerate() {
-            *x = self.words[i] & other.words[i];
+        // Inline words past `len` are zero, so a fixed-width AND is exact (the common
+        // case, on every placement and balance).
+        if let (Words::Inline { len: a, w: x }, Words::Inline { len: b, w: y }) =
+            (&self.words, &other.words)
+        {
+            let mut w = [0u64; INLINE_WORDS];
+            for i in 0..INLINE_WORDS {
+                w[i] = x[i] & y[i];
+            }
+            return CpuSet {
+                words: Words::Inline { len: (*a).min(*b), w },
+            };
         }
-        CpuSet { words }
+        let mut out = self.clone();
+        let n = self.words.len().min(other.words.len());
+        if n < self.words.len() {
+            out.words.resize(n);
+        }
+        for (x, o) in out.words.iter_mut().zip(other.words.iter()) {
+            *x &= *o;
+        }
+        out
     }
     pub fn subtract(&self, other: &CpuSet) -> CpuSet {
         let mut words = self.words.clone();
