@@ -31,7 +31,9 @@ use crate::time::SimDuration;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KvmFeatures {
     /// (a) Candidates include vCPUs preempted in user mode, and vCPUs with a pending IPI
-    /// from the spinner (the PLE may come from an IPI barrier whose target runs user code).
+    /// from the spinner whether preempted or not (the PLE may come from an IPI barrier
+    /// whose target runs user code, or was halted and is waiting to run since the IPI
+    /// woke it).
     pub boost_user_mode_candidates: bool,
     /// (b) The boosted vCPU runs even when per-vCPU fairness would refuse it; the CPU time
     /// is charged to the spinner (same VM), so fairness between VMs holds.
@@ -173,6 +175,8 @@ pub struct Candidate {
     pub in_kernel: bool,
     /// An interrupt (an IPI we sent, a device interrupt) is pending for it.
     pub pending_interrupt: bool,
+    /// One of those is an IPI from the spinner itself (the spinner waits for its ack).
+    pub ipi_from_spinner: bool,
     pub in_spin_loop: bool,
     pub dy_eligible: bool,
 }
@@ -206,7 +210,11 @@ pub fn check_candidate(
     } else {
         c.preempted
     };
-    if !waiting {
+    // Fix (a): a vCPU holding the spinner's IPI is what the spinner waits for, preempted
+    // or not (on 4.15 a vCPU woken from halt by that IPI is not `preempted` until it has
+    // run), so it is a candidate.
+    let awaited = spec.features.boost_user_mode_candidates && c.ipi_from_spinner;
+    if !(waiting || awaited) {
         return Err(Skip::NotWaiting);
     }
     if c.is_spinner {
@@ -296,6 +304,44 @@ mod tests {
         assert_eq!(check_candidate(&fixed, &mut user, true), Ok(()));
     }
 
+    /// (a): a vCPU woken from halt by the spinner's IPI and not yet run is not
+    /// `preempted` on 4.15, so upstream passes it over; with (a) it is a candidate. An
+    /// interrupt from someone else does not count.
+    #[test]
+    fn fix_a_boosts_the_woken_target_of_the_spinners_ipi() {
+        let v415 = KvmSpec {
+            version: KvmVersion::V4_15,
+            ..Default::default()
+        };
+        let woken = Candidate {
+            preempted: false,
+            ready: true,
+            pending_interrupt: true,
+            ipi_from_spinner: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            check_candidate(&v415, &mut { woken }, true),
+            Err(Skip::NotWaiting)
+        );
+        let mut fixed = v415.clone();
+        fixed.features.boost_user_mode_candidates = true;
+        assert_eq!(check_candidate(&fixed, &mut { woken }, true), Ok(()));
+        let others = Candidate {
+            ipi_from_spinner: false,
+            ..woken
+        };
+        assert_eq!(
+            check_candidate(&fixed, &mut { others }, true),
+            Err(Skip::NotWaiting)
+        );
+        // 5.3+ already counts a woken vCPU as `ready`, with its pending interrupt.
+        assert_eq!(
+            check_candidate(&KvmSpec::default(), &mut { woken }, true),
+            Ok(())
+        );
+    }
+
     #[test]
     fn other_skips_in_upstream_order() {
         let spec = KvmSpec {
@@ -327,11 +373,11 @@ mod tests {
             ..preempted_kernel()
         };
         assert_eq!(
-            check_candidate(&spec, &mut woken.clone(), true),
+            check_candidate(&spec, &mut { woken }, true),
             Err(Skip::NotWaiting)
         );
         assert_eq!(
-            check_candidate(&KvmSpec::default(), &mut woken.clone(), true),
+            check_candidate(&KvmSpec::default(), &mut { woken }, true),
             Ok(())
         );
     }

@@ -161,6 +161,11 @@ pub enum LockKind {
     Ticket,
     /// Test-and-set: whichever running waiter tries first takes a free lock.
     TestAndSet,
+    /// A sleeping lock (a pthread mutex over a futex, as glibc's default mutex): a thread
+    /// that finds it held blocks, and its vCPU halts if nothing else is runnable; the
+    /// release wakes the first waiter, which tries again when it runs (whoever runs
+    /// first takes a free mutex). Not a spinlock, so it never pause-loop exits.
+    Mutex,
 }
 
 /// FLMS's classification of a VM (paper section 3.1).

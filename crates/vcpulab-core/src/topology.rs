@@ -365,7 +365,10 @@ impl CpuSet {
                 w[i] = x[i] & y[i];
             }
             return CpuSet {
-                words: Words::Inline { len: (*a).min(*b), w },
+                words: Words::Inline {
+                    len: (*a).min(*b),
+                    w,
+                },
             };
         }
         let mut out = self.clone();

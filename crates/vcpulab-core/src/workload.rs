@@ -245,9 +245,14 @@ pub const PRESETS: &[(&str, &str)] = &[
 ///   (kernel), with a disk I/O per operation.
 /// - swaptions: pure user-mode compute (the noise VM).
 /// - raytrace: long user-mode compute per ray batch, a rare task-queue lock.
-/// - vips: a pipeline of short stages: user compute per tile (~100 us), the region lock,
-///   kernel work to hand the tile on (futex wake-ups), the buffer-queue lock; every second
-///   tile its buffer is returned with munmap (IPI barrier).
+/// - vips: a pipeline of short stages: user compute per tile (~100 us), the thread
+///   pool's work-allocation lock, kernel work to hand the tile on (futex wake-ups), the
+///   buffer-cache lock; every second tile its buffer is returned with munmap (IPI
+///   barrier). Both locks are GMutexes in libvips 7.2x (`pool->allocate_lock` in
+///   threadpool.c, the global lock around the buffer cache), i.e. pthread mutexes: a
+///   thread that finds one held sleeps in futex_wait and its vCPU halts if it has nothing
+///   else to run. (An earlier model used kernel spinlocks for them.) The ~100 us tile and
+///   the munmap every second tile are estimates, not measured.
 fn benchmark_ops(kind: &str, work: f64, lock: LockKind) -> Option<(Vec<Op>, &'static str, u32)> {
     let us = |x: f64| Work::Time(Dist::Fixed(x * 1e3));
     let exp_us = |x: f64| Work::Time(Dist::Exp { mean: x * 1e3 });
@@ -258,6 +263,14 @@ fn benchmark_ops(kind: &str, work: f64, lock: LockKind) -> Option<(Vec<Op>, &'st
         kind: lock,
         mode: Mode::Kernel,
         shards,
+    };
+    // A pthread mutex (GMutex): user-mode critical section, futex sleep on contention.
+    let mutex = |id: u32, hold_us: f64| Op::Lock {
+        lock: id,
+        hold: Dist::Fixed(hold_us * 1e3),
+        kind: LockKind::Mutex,
+        mode: Mode::User,
+        shards: 1,
     };
     let ipi = Op::Ipi {
         targets: IpiTargets::All,
@@ -319,13 +332,13 @@ fn benchmark_ops(kind: &str, work: f64, lock: LockKind) -> Option<(Vec<Op>, &'st
         "vips" => (
             vec![
                 compute(exp_us(100.0 * work), Mode::User),
-                lk(0, 3.0, 1),
+                mutex(0, 3.0),
                 compute(us(5.0 * work), Mode::Kernel),
-                lk(1, 2.0, 1),
+                mutex(1, 2.0),
                 compute(exp_us(100.0 * work), Mode::User),
-                lk(0, 3.0, 1),
+                mutex(0, 3.0),
                 compute(us(5.0 * work), Mode::Kernel),
-                lk(1, 2.0, 1),
+                mutex(1, 2.0),
                 ipi,
             ],
             "ops/s",
@@ -448,7 +461,8 @@ fn parse_op(
                 None => default_lock,
                 Some("ticket") => LockKind::Ticket,
                 Some("tas") => LockKind::TestAndSet,
-                Some(other) => return t.err("kind", format!("unknown lock kind {other:?}; allowed: \"ticket\", \"tas\"")),
+                Some("mutex") => LockKind::Mutex,
+                Some(other) => return t.err("kind", format!("unknown lock kind {other:?}; allowed: \"ticket\", \"tas\", \"mutex\"")),
             };
             let shards = t.opt_u64("shards", 1, 65_536)?.unwrap_or(1) as u32;
             let id = match locks.iter().position(|l| *l == name) {
@@ -462,6 +476,8 @@ fn parse_op(
                 }
             };
             let mode = match t.opt_str("mode")? {
+                // A mutex guards user-space data; a spinlock is the guest kernel's.
+                None if kind == LockKind::Mutex => Mode::User,
                 None | Some("kernel") => Mode::Kernel,
                 Some("user") => Mode::User,
                 Some(other) => return t.err("mode", format!("unknown mode {other:?}; allowed: \"kernel\", \"user\"")),

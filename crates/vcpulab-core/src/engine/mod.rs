@@ -410,6 +410,11 @@ struct Task {
     slice_start: SimTime,
     local: VecDeque<ThreadId>,
     pending_acks: Vec<ThreadId>,
+    /// In its VM's process's `mm_cpumask` (the guest's lazy TLB mode): set when the vCPU
+    /// runs a guest thread, cleared when it acknowledges a TLB-shootdown IPI with nothing
+    /// to run (an idle CPU that gets a flush IPI leaves the mm, Linux `leave_mm`), so an
+    /// idle vCPU is interrupted by at most one shootdown until it runs a thread again.
+    in_mm: bool,
     c: TaskCounters,
     /// Run time accounted before the warm-up reset `c` (so guest-visible busy time, which
     /// lookbusy's controller reads, is monotonic).
@@ -433,6 +438,7 @@ impl Task {
             slice_start: SimTime::ZERO,
             local: VecDeque::new(),
             pending_acks: Vec::new(),
+            in_mm: false,
             c: TaskCounters::default(),
             run_ns_before_warmup: 0,
             kv: KvmTask {
@@ -1340,6 +1346,9 @@ impl<S: Scheduler> Sim<S> {
             task.kv.window = k.ple_window; // shrink 0: reset to the base window at sched-in
         }
         let acks = std::mem::take(&mut task.pending_acks);
+        if task.cur == NONE && task.local.is_empty() {
+            task.in_mm = false; // woken only to acknowledge: leave_mm
+        }
         for sender in acks {
             self.ack_ipi(sender);
         }
@@ -1552,6 +1561,7 @@ impl<S: Scheduler> Sim<S> {
                     Some(th) => {
                         task.cur = th;
                         task.slice_start = self.st.now;
+                        task.in_mm = true;
                     }
                     None => {
                         self.halt(t);
@@ -1735,6 +1745,12 @@ impl<S: Scheduler> Sim<S> {
                         mode,
                     };
                     if !self.try_lock(id, gl, true) {
+                        if self.st.locks[gl as usize].kind == LockKind::Mutex {
+                            // futex_wait: sleep until the holder's release wakes us, then
+                            // run this operation again.
+                            self.st.threads[id as usize].state = ThState::Blocked;
+                            return false;
+                        }
                         return true;
                     }
                     self.st.threads[id as usize].state = ThState::Compute {
@@ -1969,6 +1985,7 @@ impl<S: Scheduler> Sim<S> {
         let n = self.st.vm_vcpus[vm];
         let last = self.st.last_boosted[vm];
         self.st.tasks[me as usize].kv.in_spin_loop = true;
+        let spinner_thread = self.st.tasks[me as usize].cur;
         let mut tries = 3;
         for i in crate::kvm::ring_order(n, last) {
             let v = base + i;
@@ -1980,6 +1997,7 @@ impl<S: Scheduler> Sim<S> {
                 halted: self.view.state[v as usize] == RunState::Halted,
                 in_kernel: task.kv.in_kernel,
                 pending_interrupt: !task.pending_acks.is_empty(),
+                ipi_from_spinner: task.pending_acks.contains(&spinner_thread),
                 in_spin_loop: task.kv.in_spin_loop,
                 dy_eligible: task.kv.dy_eligible,
             };
@@ -2028,7 +2046,7 @@ impl<S: Scheduler> Sim<S> {
                 // A free ticket lock with waiters has already been handed over; a free one
                 // without waiters is ours.
                 LockKind::Ticket => l.waiters.is_empty(),
-                LockKind::TestAndSet => true,
+                LockKind::TestAndSet | LockKind::Mutex => true,
             }
         } else {
             false
@@ -2059,6 +2077,13 @@ impl<S: Scheduler> Sim<S> {
                 let next = l.waiters.pop_front().unwrap();
                 l.holder = next;
                 self.kick_if_current(next);
+            }
+            LockKind::Mutex => {
+                // futex_wake: the first sleeper becomes ready and tries again when it runs
+                // (the lock stays free meanwhile, as glibc's mutex does not hand over).
+                let w = l.waiters.pop_front().unwrap();
+                let now = self.st.now;
+                self.st.q.push(now, EventKind::ThreadWake { thread: w });
             }
             LockKind::TestAndSet => {
                 // The first waiter spinning right now wins; if none runs, the lock stays
@@ -2093,6 +2118,9 @@ impl<S: Scheduler> Sim<S> {
         let vm = self.st.tasks[src as usize].vm as usize;
         let base = self.st.vm_task_base[vm];
         let n = self.st.vm_vcpus[vm];
+        // `all` is a TLB shootdown: it goes to the vCPUs in the process's mm_cpumask;
+        // an explicit list is sent as written.
+        let shootdown = matches!(targets, IpiTargets::All);
         let list: Vec<u32> = match targets {
             IpiTargets::All => (0..n).collect(),
             IpiTargets::List(l) => l.clone(), // validated: every index < vcpus
@@ -2101,6 +2129,9 @@ impl<S: Scheduler> Sim<S> {
         for i in list {
             let tt = base + i;
             if tt == src {
+                continue;
+            }
+            if shootdown && !self.st.tasks[tt as usize].in_mm {
                 continue;
             }
             self.st.h.ipis_sent += 1;
