@@ -42,3 +42,20 @@ def test_every_row_has_the_contract_keys(kvm_ple):
     for r in rows:
         assert set(r) >= {"experiment", "case", "metric", "unit", "paper", "sim"}
     assert len(kvm_ple) == 5 * 4 * 5  # benchmarks x variants x metrics
+
+
+@pytest.fixture(scope="module")
+def kvm_ple_short():
+    rows = vcpulab.reproduce(["kvm-ple-short"])
+    return {(r["case"], r["metric"]): r["sim"] for r in rows}
+
+
+def test_short_paper_raytrace_gains_under_3_percent_and_vips_the_most(kvm_ple_short):
+    gains = {
+        case.split("/")[0]: v
+        for (case, metric), v in kvm_ple_short.items()
+        if case.endswith("/ab") and metric == "perf_norm"
+    }
+    assert set(gains) == {"ebizzy", "hackbench", "dbench", "pbzip2", "swaptions", "raytrace", "vips"}
+    assert gains["raytrace"] - 1 < 0.03
+    assert max(gains, key=gains.get) == "vips", gains
