@@ -32,7 +32,15 @@ shapes  `vcpulab run FILE --json` whole-process on the scenario files of benches
         fixed cost (wall minus the wall of the same file cut to 1 us simulated, which has
         no events: start, parsing, setup, output), against the number of vCPUs.
 
-  python scripts/bench_scale.py                          # both, 3 repetitions
+instructions
+        The same shapes under valgrind (callgrind): instructions executed per event,
+        counted, not timed, so it does not depend on the machine's load. Each file runs at
+        a tenth and at a fifth of its duration; the marginal cost (instructions(2) -
+        instructions(1)) / (events(2) - events(1)) cancels start-up and setup. Needs
+        valgrind on PATH; reported against the number of vCPUs like the timed cost.
+
+  python scripts/bench_scale.py                          # sweep and shapes, 3 repetitions
+  python scripts/bench_scale.py --mode instructions      # counted cost per event (~2-3 min)
   python scripts/bench_scale.py --mode sweep --reps 5 --runs 24 --sweep-duration 30
   python scripts/bench_scale.py --mode shapes --reps 5
   python scripts/bench_scale.py --mode sweep --engines local --workers 1,2,4
@@ -315,6 +323,61 @@ def bench_shapes(a, tmp: Path) -> dict:
     return {"rows": rows}
 
 
+def count_instructions(cmd: list[str]) -> tuple[int, str]:
+    """(instructions, stdout) of one run under callgrind."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("valgrind"):
+        raise SystemExit("--mode instructions needs valgrind on PATH")
+    p = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
+                       capture_output=True, text=True)
+    m = re.search(r"Collected : (\d+)", p.stderr)
+    if p.returncode != 0 or not m:
+        raise SystemExit(f"valgrind run failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr[-2000:]}")
+    return int(m.group(1)), p.stdout
+
+
+def bench_instructions(a, tmp: Path) -> dict:
+    rows = {}
+    for rel in a.shape_files:
+        text = (ROOT / "benches" / rel).read_text()
+        info = shape_info(text)
+        base = info["sim_s"] / (100 if a.smoke else 10)
+        counts = []
+        for k in (1, 2):
+            f = tmp / f"ir{k}-{rel.replace('/', '-')}"
+            f.write_text(set_duration(text, f"{base * k:g}s"))
+            ir, out = count_instructions(vcpulab_cmd() + ["run", str(f), "--json"])
+            counts.append((ir, json.loads(out)["events"]))
+        (i1, e1), (i2, e2) = counts
+        marginal = (i2 - i1) / (e2 - e1) if e2 > e1 else None
+        print(f"  {rel:20s} {e1:>9,} / {e2:>9,} events, {i1:,} / {i2:,} instructions, "
+              f"{marginal or 0:,.0f} per event", file=sys.stderr, flush=True)
+        rows[rel] = {"file": f"benches/{rel}", "name": info["name"], "vcpus": info["vcpus"],
+                     "sim_s": [base, 2 * base], "events": [e1, e2], "instructions": [i1, i2],
+                     "per_event": marginal}
+    return {"rows": rows}
+
+
+def instructions_table(s: dict) -> str:
+    lines = ["| family | vCPUs | events (1x / 2x) | instructions per event (marginal) | x smallest | log2 ratio |",
+             "|---|---|---|---|---|---|"]
+    fams: dict[str, list] = {}
+    for rel, r in s["rows"].items():
+        fams.setdefault(Path(rel).stem.rsplit("-", 1)[0], []).append(r)
+    for fam, rs in fams.items():
+        rs.sort(key=lambda r: r["vcpus"])
+        b = rs[0]
+        for r in rs:
+            pe, pb = r["per_event"], b["per_event"]
+            lines.append(
+                f"| {fam} | {r['vcpus']} | {r['events'][0]:,} / {r['events'][1]:,} | "
+                f"{f'{pe:,.0f}' if pe else 'n/a'} | {f'{pe / pb:.2f}x' if pe and pb else 'n/a'} | "
+                f"{math.log2(r['vcpus']) / math.log2(b['vcpus']):.2f}x |")
+    return "\n".join(lines)
+
+
 def shapes_table(s: dict) -> str:
     lines = ["| shape | P | vCPUs | sim s | n | events | wall s (median) | events/s (median) | min..max events/s "
              "| sim-s per wall-s | peak RSS MiB |",
@@ -354,7 +417,8 @@ def csv_ints(s: str) -> list[int]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    ap.add_argument("--mode", choices=["sweep", "shapes", "all"], default="all", help="what to measure (default all)")
+    ap.add_argument("--mode", choices=["sweep", "shapes", "instructions", "all"], default="all",
+                    help="what to measure (default all: sweep and shapes)")
     ap.add_argument("--reps", type=int, default=3, help="repetitions, interleaved (default 3)")
     ap.add_argument("--runs", type=int, default=24, help="runs per sweep (default 24)")
     ap.add_argument("--sweep-duration", type=float, default=30.0,
@@ -388,6 +452,8 @@ def main(argv=None) -> int:
             results["sweep"] = bench_sweep(a, Path(tmp), notes)
         if a.mode in ("shapes", "all"):
             results["shapes"] = bench_shapes(a, Path(tmp))
+        if a.mode == "instructions":
+            results["instructions"] = bench_instructions(a, Path(tmp))
     results["machine"]["loadavg_end"] = machine().get("loadavg_start")
 
     print(f"load average at start {' '.join(results['machine'].get('loadavg_start') or [])}, "
@@ -396,6 +462,8 @@ def main(argv=None) -> int:
         print(sweep_table(results["sweep"]) + "\n")
     if "shapes" in results:
         print(shapes_table(results["shapes"]) + "\n")
+    if "instructions" in results:
+        print(instructions_table(results["instructions"]) + "\n")
     for n in notes:
         print(f"note: {n}")
     if a.save:

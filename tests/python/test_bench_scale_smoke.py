@@ -9,9 +9,12 @@ timing: only that each figure is there and positive.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "bench_scale.py"
@@ -55,3 +58,25 @@ def test_bench_scale_smoke(tmp_path):
     p64 = {Path(k).stem: r for k, r in rows.items()}
     assert p64["eevdf-p64"]["pcpus"] == 64 and p64["eevdf-p64"]["vcpus"] == 86
     assert p64["credit-p64"]["pcpus"] == 64 and p64["flms-p64"]["vcpus"] == 192
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="--mode instructions needs valgrind")
+def test_bench_scale_instructions_smoke(tmp_path):
+    """`--mode instructions` counts (not times) the marginal cost per event: on two
+    small shapes, the table and the JSON carry positive counts, and the doubled duration
+    has more events and more instructions than the single one."""
+    saved = tmp_path / "ir.json"
+    p = subprocess.run(
+        [sys.executable, str(SCRIPT), "--mode", "instructions", "--smoke",
+         "--shapes", "xen/credit-p8.toml,xen/credit-p32.toml", "--save", str(saved)],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "| family | vCPUs | events (1x / 2x) | instructions per event (marginal) |" in p.stdout
+    assert "| credit | 24 |" in p.stdout and "| credit | 96 |" in p.stdout
+    rows = json.loads(saved.read_text())["instructions"]["rows"]
+    assert len(rows) == 2
+    for r in rows.values():
+        assert r["events"][1] > r["events"][0] > 0
+        assert r["instructions"][1] > r["instructions"][0] > 0
+        assert r["per_event"] > 0
