@@ -202,6 +202,10 @@ pub struct VmSpec {
     /// Per-vCPU affinity (one entry per vCPU); None = all pCPUs.
     pub affinity: Vec<Option<CpuSet>>,
     pub spinlock: LockKind,
+    /// Paravirtual spinlocks (Linux `CONFIG_PARAVIRT_SPINLOCKS` with KVM's PV_UNHALT): a
+    /// kernel spinlock waiter that has spun this many cycles halts until the lock's
+    /// releaser kicks it (`KVM_HC_KICK_CPU`). None: plain spinning.
+    pub pv_spin_threshold_cycles: Option<f64>,
     /// Time slice of the guest scheduler when several guest threads share a vCPU.
     pub guest_timeslice: SimDuration,
     /// FLMS's VM class (`class = "lsvm" | "nlsvm" | "mixvm"`); None when not given.
@@ -742,6 +746,22 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
         );
     }
     let mut locks: Vec<String> = Vec::new();
+    // Linux's pv spinlock slow path spins SPIN_THRESHOLD = 1 << 15 iterations before
+    // pv_wait; one iteration is a PAUSE (~10 cycles on the papers' Westmere-era cores,
+    // Intel's optimisation manual; ~140 on Skylake and later) plus a load and a branch,
+    // so ~12 cycles: 32768 x 12 = 393,216 cycles (~150 us at 2.67 GHz).
+    let pv_spin_threshold_cycles = match t.opt_bool("pv_spinlock")? {
+        None | Some(false) => {
+            if t.has("pv_spin_threshold") {
+                return t.err("pv_spin_threshold", "needs pv_spinlock = true");
+            }
+            None
+        }
+        Some(true) => Some(
+            t.opt_f64("pv_spin_threshold", 1.0, 1e12)?
+                .unwrap_or(393_216.0),
+        ),
+    };
     let workloads = match t.get("workload") {
         None => vec![],
         Some(o) => o
@@ -757,6 +777,8 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
         "cap",
         "affinity",
         "spinlock",
+        "pv_spinlock",
+        "pv_spin_threshold",
         "guest_timeslice",
         "start_jitter",
         "class",
@@ -770,6 +792,7 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
         cap,
         affinity,
         spinlock,
+        pv_spin_threshold_cycles,
         guest_timeslice,
         class,
         reserved_vcpus,

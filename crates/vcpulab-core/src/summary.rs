@@ -128,6 +128,10 @@ pub struct VcpuSummary {
     pub ple_exits: u64,
     pub yield_attempts: u64,
     pub yield_successes: u64,
+    /// Paravirtual spinlocks (`pv_spinlock`): times a waiter on this vCPU gave up
+    /// spinning and halted (pv_wait), and times a releaser kicked it awake.
+    pub pv_waits: u64,
+    pub pv_kicks: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]

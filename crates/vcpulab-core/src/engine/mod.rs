@@ -166,6 +166,17 @@ enum ThState {
         lock: u32,
         hold: f64,
         mode: Mode,
+        /// Spinning left (base-clock ns of guest execution) before a paravirtual
+        /// spinlock waiter halts; infinite without pv spinlocks.
+        pv_left: f64,
+    },
+    /// A paravirtual spinlock waiter halted in pv_wait: its vCPU sleeps until the lock's
+    /// releaser kicks it, or any interrupt wakes it; then it takes the lock if it was
+    /// handed over or is free, else spins again.
+    PvWait {
+        lock: u32,
+        hold: f64,
+        mode: Mode,
     },
     SpinIpi {
         pending: u32,
@@ -389,6 +400,8 @@ struct TaskCounters {
     ple_exits: u64,
     yield_attempts: u64,
     yield_successes: u64,
+    pv_waits: u64,
+    pv_kicks: u64,
 }
 
 struct Task {
@@ -522,6 +535,9 @@ struct State {
     vm_task_base: Vec<u32>,
     vm_vcpus: Vec<u32>,
     vm_timeslice: Vec<SimDuration>,
+    /// Per VM: base-clock ns a kernel spinlock waiter spins before pv_wait (paravirtual
+    /// spinlocks), or infinity.
+    vm_pv_spin_ns: Vec<f64>,
     vm_names: Vec<String>,
     workload_threads: Vec<u32>,
     /// First workload id of each VM.
@@ -878,6 +894,14 @@ impl<S: Scheduler> Sim<S> {
             vm_task_base,
             vm_vcpus,
             vm_timeslice,
+            vm_pv_spin_ns: sc
+                .vms
+                .iter()
+                .map(|v| {
+                    v.pv_spin_threshold_cycles
+                        .map_or(f64::INFINITY, |c| c / sc.host.base_ghz)
+                })
+                .collect(),
             vm_names: sc.vms.iter().map(|v| v.name.clone()).collect(),
             workload_threads: sc
                 .vms
@@ -1492,12 +1516,18 @@ impl<S: Scheduler> Sim<S> {
             return;
         }
         let th = &mut self.st.threads[task.cur as usize];
-        if let ThState::Compute { remaining, .. } = &mut th.state {
-            let cpu = match self.view.state[t as usize] {
-                RunState::Running(c) => c as usize,
-                _ => return,
-            };
-            *remaining -= elapsed as f64 * self.st.cpus[cpu].speed;
+        let cpu = match self.view.state[t as usize] {
+            RunState::Running(c) => c as usize,
+            _ => return,
+        };
+        match &mut th.state {
+            ThState::Compute { remaining, .. } => {
+                *remaining -= elapsed as f64 * self.st.cpus[cpu].speed;
+            }
+            ThState::SpinLock { pv_left, .. } if pv_left.is_finite() => {
+                *pv_left -= elapsed as f64 * self.st.cpus[cpu].speed;
+            }
+            _ => {}
         }
     }
 
@@ -1516,6 +1546,23 @@ impl<S: Scheduler> Sim<S> {
         if let Some(mode) = spin_mode {
             if self.ple_deadline(t, mode).is_some_and(|d| d <= self.st.now) {
                 self.pause_loop_exit(t, mode);
+            }
+            if let ThState::SpinLock {
+                lock,
+                hold,
+                mode,
+                pv_left,
+            } = self.st.threads[cur as usize].state
+            {
+                if pv_left <= WORK_EPSILON && self.st.tasks[t as usize].executing {
+                    // pv_wait: halt in the guest kernel (preemption off, so no other
+                    // guest thread runs here) until kicked or interrupted.
+                    self.st.threads[cur as usize].state = ThState::PvWait { lock, hold, mode };
+                    self.st.tasks[t as usize].c.pv_waits += 1;
+                    self.update_guest_deadline(t); // ends the spin accounting
+                    self.halt(t);
+                    return;
+                }
             }
             if self.st.tasks[t as usize].executing {
                 self.update_guest_deadline(t);
@@ -1614,7 +1661,16 @@ impl<S: Scheduler> Sim<S> {
                 }
                 Some(d)
             }
-            ThState::SpinLock { mode, .. } => self.ple_deadline(t, mode),
+            ThState::SpinLock { mode, pv_left, .. } => {
+                let ple = self.ple_deadline(t, mode);
+                if pv_left.is_finite() {
+                    let speed = self.st.cpus[cpu as usize].speed;
+                    let pv = now + SimDuration((pv_left.max(0.0) / speed).ceil() as u64);
+                    Some(ple.map_or(pv, |p| p.min(pv)))
+                } else {
+                    ple
+                }
+            }
             ThState::SpinIpi { .. } => self.ple_deadline(t, Mode::Kernel),
             _ => None,
         };
@@ -1639,7 +1695,11 @@ impl<S: Scheduler> Sim<S> {
                     th.pc += 1;
                     continue;
                 }
-                ThState::SpinLock { lock, hold, mode } => {
+                ThState::SpinLock {
+                    lock, hold, mode, ..
+                }
+                | ThState::PvWait { lock, hold, mode } => {
+                    let was_waiting = matches!(th.state, ThState::PvWait { .. });
                     if self.try_lock(id, lock, false) {
                         self.st.threads[id as usize].state = ThState::Compute {
                             remaining: hold,
@@ -1647,6 +1707,17 @@ impl<S: Scheduler> Sim<S> {
                             release: lock,
                         };
                         continue;
+                    }
+                    if was_waiting {
+                        // Woken without the lock (an interrupt): the slow path spins again.
+                        let vm = self.st.tasks[self.st.threads[id as usize].task as usize].vm;
+                        let pv_left = self.st.vm_pv_spin_ns[vm as usize];
+                        self.st.threads[id as usize].state = ThState::SpinLock {
+                            lock,
+                            hold,
+                            mode,
+                            pv_left,
+                        };
                     }
                     return true;
                 }
@@ -1739,10 +1810,17 @@ impl<S: Scheduler> Sim<S> {
                     // Threads split into `shards` consecutive groups, one lock each.
                     let per = self.st.workload_threads[w].div_ceil(*shards).max(1);
                     let gl = self.st.vm_lock_base[vm as usize] + *lock + th.index_in_workload / per;
+                    // Only guest-kernel spinlocks take the paravirtual slow path.
+                    let pv_left = if mode == Mode::Kernel {
+                        self.st.vm_pv_spin_ns[vm as usize]
+                    } else {
+                        f64::INFINITY
+                    };
                     th.state = ThState::SpinLock {
                         lock: gl,
                         hold,
                         mode,
+                        pv_left,
                     };
                     if !self.try_lock(id, gl, true) {
                         if self.st.locks[gl as usize].kind == LockKind::Mutex {
@@ -2077,6 +2155,7 @@ impl<S: Scheduler> Sim<S> {
                 let next = l.waiters.pop_front().unwrap();
                 l.holder = next;
                 self.kick_if_current(next);
+                self.pv_kick(next);
             }
             LockKind::Mutex => {
                 // futex_wake: the first sleeper becomes ready and tries again when it runs
@@ -2098,8 +2177,31 @@ impl<S: Scheduler> Sim<S> {
                     let w = l.waiters.remove(pos).unwrap();
                     l.holder = w;
                     self.kick_if_current(w);
+                } else {
+                    // No waiter is spinning: kick the first halted one to retry.
+                    let threads = &self.st.threads;
+                    let halted = l
+                        .waiters
+                        .iter()
+                        .copied()
+                        .find(|&w| matches!(threads[w as usize].state, ThState::PvWait { .. }));
+                    if let Some(w) = halted {
+                        self.pv_kick(w);
+                    }
                 }
             }
+        }
+    }
+
+    /// `KVM_HC_KICK_CPU`: wake the vCPU of thread `id` if it is halted in pv_wait.
+    fn pv_kick(&mut self, id: ThreadId) {
+        if !matches!(self.st.threads[id as usize].state, ThState::PvWait { .. }) {
+            return;
+        }
+        let t = self.st.threads[id as usize].task;
+        self.st.tasks[t as usize].c.pv_kicks += 1;
+        if self.view.state[t as usize] == RunState::Halted && !self.vcpu_paused(t) {
+            self.make_runnable(t);
         }
     }
 
@@ -2736,6 +2838,8 @@ impl<S: Scheduler> Sim<S> {
                     ple_exits: c.ple_exits,
                     yield_attempts: c.yield_attempts,
                     yield_successes: c.yield_successes,
+                    pv_waits: c.pv_waits,
+                    pv_kicks: c.pv_kicks,
                 });
             }
             let mut workloads = Vec::new();
