@@ -360,14 +360,20 @@ def bench_instructions(a, tmp: Path) -> dict:
     return {"rows": rows}
 
 
+def families(rows: dict) -> dict[str, list]:
+    """Rows by shape family (file stem without its size: eevdf, credit, flms), smallest first."""
+    fams: dict[str, list] = {}
+    for rel, r in rows.items():
+        fams.setdefault(Path(rel).stem.rsplit("-", 1)[0], []).append(r)
+    for rs in fams.values():
+        rs.sort(key=lambda r: r["vcpus"])
+    return fams
+
+
 def instructions_table(s: dict) -> str:
     lines = ["| family | vCPUs | events (1x / 2x) | instructions per event (marginal) | x smallest | log2 ratio |",
              "|---|---|---|---|---|---|"]
-    fams: dict[str, list] = {}
-    for rel, r in s["rows"].items():
-        fams.setdefault(Path(rel).stem.rsplit("-", 1)[0], []).append(r)
-    for fam, rs in fams.items():
-        rs.sort(key=lambda r: r["vcpus"])
+    for fam, rs in families(s["rows"]).items():
         b = rs[0]
         for r in rs:
             pe, pb = r["per_event"], b["per_event"]
@@ -391,11 +397,7 @@ def shapes_table(s: dict) -> str:
               "log2(vCPUs) / log2(smallest vCPUs), the bound of logarithmic growth):", "",
               "| family | vCPUs | ns/event whole | x smallest | 1 us run wall s | ns/event net of it | x smallest "
               "| log2 ratio |", "|---|---|---|---|---|---|---|---|"]
-    fams: dict[str, list] = {}
-    for rel, r in s["rows"].items():
-        fams.setdefault(Path(rel).stem.rsplit("-", 1)[0], []).append(r)
-    for fam, rs in fams.items():
-        rs.sort(key=lambda r: r["vcpus"])
+    for fam, rs in families(s["rows"]).items():
         b = rs[0]
         for r in rs:
             net = r["net_ns_per_event"]
