@@ -35,8 +35,9 @@ pub struct KvmFeatures {
     /// whose target runs user code, or was halted and is waiting to run since the IPI
     /// woke it).
     pub boost_user_mode_candidates: bool,
-    /// (b) The boosted vCPU runs even when per-vCPU fairness would refuse it; the CPU time
-    /// is charged to the spinner (same VM), so fairness between VMs holds.
+    /// (b) The boosted vCPU runs even when per-vCPU fairness would refuse it (on the
+    /// spinner's own run queue); its CPU time is charged to its VM's group entity as
+    /// usual, so fairness between VMs holds.
     pub boost_ignores_vcpu_fairness: bool,
     /// (c) The boosted vCPU moves to the spinner's run queue.
     pub migrate_boosted_to_spinner: bool,
@@ -131,7 +132,8 @@ pub fn parse_kvm(t: &Table) -> Res<KvmSpec> {
     if let Some(b) = t.opt_bool("ple")? {
         k.ple = b;
     }
-    // ple_gap only decides what counts as one loop; every modelled spin is one loop.
+    // Accepted and validated but without effect: ple_gap only decides whether two PAUSEs
+    // belong to one loop, and every modelled spin is one tight PAUSE loop.
     t.opt_u64("ple_gap", 1, 1 << 20)?;
     if let Some(w) = t.opt_u64("ple_window", 1, 1 << 40)? {
         k.ple_window = w;
@@ -223,7 +225,11 @@ pub fn check_candidate(
     if c.halted {
         return Err(Skip::Halted);
     }
-    if yield_to_kernel_mode && !c.in_kernel {
+    // 5.3+ filters user mode only for preempted vCPUs (a `ready` vCPU woken from halt
+    // has no preempted-in-kernel state to read); on 4.15 every candidate here was
+    // preempted, or is one (a) lets in.
+    let filtered = spec.version < KvmVersion::V5_3 || c.preempted;
+    if yield_to_kernel_mode && !c.in_kernel && filtered {
         let irq_exception = spec.version >= KvmVersion::V5_3 && c.pending_interrupt;
         if !(irq_exception || spec.features.boost_user_mode_candidates) {
             return Err(Skip::UserMode);
@@ -339,6 +345,28 @@ mod tests {
         assert_eq!(
             check_candidate(&KvmSpec::default(), &mut { woken }, true),
             Ok(())
+        );
+    }
+
+    /// 5.3+: a vCPU woken from halt (ready, not preempted) is not filtered for user mode;
+    /// a preempted one in user mode without a pending interrupt is.
+    #[test]
+    fn user_mode_filter_applies_to_preempted_vcpus_only_from_5_3() {
+        let v53 = KvmSpec::default();
+        let woken = Candidate {
+            ready: true,
+            preempted: false,
+            in_kernel: false,
+            ..Default::default()
+        };
+        assert_eq!(check_candidate(&v53, &mut { woken }, true), Ok(()));
+        let preempted_user = Candidate {
+            preempted: true,
+            ..woken
+        };
+        assert_eq!(
+            check_candidate(&v53, &mut { preempted_user }, true),
+            Err(Skip::UserMode)
         );
     }
 

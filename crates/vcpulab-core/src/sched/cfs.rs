@@ -9,7 +9,8 @@
 //!   weight / queue weight through the hierarchy, period = latency, or nr x min_granularity
 //!   above 8 tasks.
 //! - Placement: a waking task gets max(its vruntime, min_vruntime - latency/2)
-//!   (GENTLE_FAIR_SLEEPERS); a new one min_vruntime + its vslice (START_DEBIT).
+//!   (GENTLE_FAIR_SLEEPERS); a new one (a thread's first wake-up) min_vruntime + its
+//!   vslice (START_DEBIT).
 //! - Tick (`check_preempt_tick`, every `tick`): preempt when the task ran more than its
 //!   ideal slice, or ran at least min_granularity and is ahead of the leftmost by more
 //!   than the ideal slice.

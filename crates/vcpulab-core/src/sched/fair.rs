@@ -150,6 +150,8 @@ pub struct Fair {
     task_cpu: Vec<u32>,
     /// When the balancer last moved the task (hysteresis standing in for PELT smoothing).
     pulled_at: Vec<u64>,
+    /// Not yet queued since the run started: its first wake is `wake_up_new_task`.
+    never_queued: Vec<bool>,
     task_vm: Vec<u32>,
     /// Domains of each pCPU, innermost first: SMT siblings, socket, all.
     domains: Vec<[Vec<u32>; 3]>,
@@ -180,6 +182,7 @@ impl Fair {
             active_move: vec![],
             task_cpu: vec![],
             pulled_at: vec![],
+            never_queued: vec![],
             task_vm: vec![],
             domains: vec![],
             vm_shares: vec![],
@@ -239,6 +242,7 @@ impl Fair {
         self.active_move = vec![None; self.ncpus];
         self.task_vm = v.tasks.iter().map(|t| t.vm).collect();
         self.pulled_at = vec![0; self.ntasks];
+        self.never_queued = vec![true; self.ntasks];
         self.task_cpu = v
             .tasks
             .iter()
@@ -731,9 +735,14 @@ impl Fair {
 
     // ------------------------------------------------------------- engine hooks
 
+    /// A wake-up, or for a task's first one `wake_up_new_task`: placed as a new task
+    /// (CFS `START_DEBIT`: one slice behind min_vruntime; EEVDF: half a first slice)
+    /// instead of as a sleeper. (Fork balancing's idlest-CPU search is approximated by
+    /// the wake-up's choice of pCPU.)
     pub fn wake(&mut self, ctx: &mut SchedCtx, t: TaskId) {
         let cpu = self.select_task_rq(ctx, t);
-        self.enqueue_task(ctx, t, cpu, true, false);
+        let new = std::mem::replace(&mut self.never_queued[t as usize], false);
+        self.enqueue_task(ctx, t, cpu, !new, new);
         self.check_preempt_wakeup(ctx, t, cpu);
     }
 
@@ -1279,6 +1288,36 @@ mod tests {
         // An ineligible buddy is refused even under 6.14: at 6 ms it is past V = 16/3 ms.
         let mut inel = queue_with_next(Policy::Eevdf { pick_buddy: true }, 6_000_000);
         assert_eq!(inel.pick_entity(0), Some(1));
+    }
+
+    /// A task's first wake-up is `wake_up_new_task`: CFS places it one vslice after
+    /// min_vruntime (START_DEBIT); a later wake-up after sleeping is placed as a sleeper,
+    /// half a latency before min_vruntime (GENTLE_FAIR_SLEEPERS).
+    #[test]
+    fn first_wake_is_placed_as_a_new_task_later_ones_as_sleepers() {
+        let v = view(2);
+        let mut out = SchedOut {
+            resched_pending: vec![false],
+            ..Default::default()
+        };
+        let mut ctx = SchedCtx {
+            now: SimTime(0),
+            view: &v,
+            out: &mut out,
+        };
+        let mut f = Fair::new(Policy::Cfs, tunables());
+        f.init(&mut ctx);
+        f.wake(&mut ctx, 0);
+        let min = f.rqs[0].min_vruntime;
+        f.wake(&mut ctx, 1);
+        // Two queued nice-0 tasks share the 6 ms period: a 3 ms slice, in vruntime too.
+        assert_eq!(f.ents[1].vruntime, min + 3_000_000);
+        // Long asleep: a sleeper's credit is capped at half the 6 ms latency.
+        f.dequeue_task(&mut ctx, 1, 0);
+        f.ents[1].vruntime = min - 100_000_000;
+        f.wake(&mut ctx, 1);
+        assert_eq!(f.ents[1].vruntime, f.rqs[0].min_vruntime - 3_000_000);
+        assert!(!f.never_queued[1]);
     }
 
     #[test]
