@@ -18,7 +18,9 @@ VM_COLUMNS = ["name", "vcpu_count", "weight", "cpu_time_s", "cpu_share", "wait_t
 VCPU_COLUMNS = ["vm", "index", "cpu_time_s", "wait_time_s", "halted_time_s", "spin_time_s", "overhead_time_s",
                 "dispatches", "preemptions", "halts", "migrations_total", "migrations_smt_sibling",
                 "migrations_same_socket", "migrations_other_socket", "migrations_other_numa",
-                "ple_exits", "yield_attempts", "yield_successes", "pv_waits", "pv_kicks"]
+                "ple_exits", "yield_attempts", "yield_successes", "pv_waits", "pv_kicks",
+                "ple_streaks", "ple_streak_median", "ple_streak_max", "boost_to_run_mean_ms",
+                "boost_to_run_max_ms"]
 
 
 def test_exports():

@@ -96,6 +96,20 @@ impl Histogram {
     pub fn clear(&mut self) {
         *self = Histogram::default();
     }
+
+    /// Adds another histogram's values (same buckets, so exact).
+    pub fn merge(&mut self, o: &Histogram) {
+        if o.counts.len() > self.counts.len() {
+            self.counts.resize(o.counts.len(), 0);
+        }
+        for (a, b) in self.counts.iter_mut().zip(&o.counts) {
+            *a += b;
+        }
+        self.count += o.count;
+        self.sum += o.sum;
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+    }
 }
 
 /// Jain's fairness index of the allocations: (sum x)^2 / (n * sum x^2), 1.0 = equal.

@@ -132,6 +132,14 @@ pub struct VcpuSummary {
     /// spinning and halted (pv_wait), and times a releaser kicked it awake.
     pub pv_waits: u64,
     pub pv_kicks: u64,
+    /// This vCPU's PLE streaks (see `PleSummary::streaks`): how many, the PLE-weighted
+    /// median length and the longest.
+    pub ple_streaks: u64,
+    pub ple_streak_median: u64,
+    pub ple_streak_max: u64,
+    /// From a successful directed yield to this vCPU running (null if never boosted).
+    pub boost_to_run_mean_ms: Option<f64>,
+    pub boost_to_run_max_ms: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize)]

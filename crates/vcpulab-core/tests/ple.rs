@@ -134,3 +134,29 @@ fn fix_b_keeps_fairness_between_vms() {
         );
     }
 }
+
+/// Streaks and boost-to-run are kept per vCPU; the VM's figures are their union: streak
+/// counts add up, the VM's longest streak is the longest of its vCPUs', and the VM's
+/// boost-to-run maximum is the largest vCPU maximum.
+#[test]
+fn per_vcpu_streaks_and_boost_to_run_make_up_the_vms() {
+    let sc = ple_scenario("cfs", "hackbench", "boost_ignores_vcpu_fairness = true", "");
+    let s = run(&sc, None, &checked()).unwrap();
+    let vm = &s.vms[1];
+    let ple = vm.ple.as_ref().unwrap();
+    assert!(ple.streaks.count > 0 && ple.yield_successes > 0);
+    let count: u64 = vm.vcpus.iter().map(|v| v.ple_streaks).sum();
+    assert_eq!(count, ple.streaks.count);
+    let max = vm.vcpus.iter().map(|v| v.ple_streak_max).max().unwrap();
+    assert_eq!(max, ple.streaks.max);
+    let boost_max = vm
+        .vcpus
+        .iter()
+        .filter_map(|v| v.boost_to_run_max_ms)
+        .fold(0.0, f64::max);
+    assert_eq!(Some(boost_max), ple.boost_to_run_ms.as_ref().map(|b| b.max));
+    for v in &vm.vcpus {
+        assert!(v.ple_streak_median <= v.ple_streak_max);
+        assert_eq!(v.ple_streaks == 0, v.ple_streak_max == 0);
+    }
+}

@@ -565,9 +565,9 @@ struct State {
     kvm: Option<KvmSpec>,
     /// Per VM: index of the last boosted vCPU (`kvm->last_boosted_vcpu`).
     last_boosted: Vec<u32>,
-    /// Per VM: PLE streak lengths -> number of streaks of that length.
+    /// Per task (vCPU): PLE streak lengths -> number of streaks of that length.
     streaks: Vec<BTreeMap<u64, u64>>,
-    /// Per VM: time from a successful directed yield to the target running.
+    /// Per task (vCPU): time from a successful directed yield to it running.
     boost_to_run: Vec<Histogram>,
     /// Spinners that left the PLE handler; their spin-loop flags clear if still running.
     spin_loop_exits: Vec<TaskId>,
@@ -868,6 +868,7 @@ impl<S: Scheduler> Sim<S> {
         } else {
             turbo[0] / sc.host.base_ghz
         };
+        let n_all_tasks = tasks.len();
         let st = State {
             now: SimTime::ZERO,
             end: SimTime::ZERO + sc.duration,
@@ -928,8 +929,8 @@ impl<S: Scheduler> Sim<S> {
             trace: opts_trace.map(|(a, b)| trace::Tracer::new(SimTime(a), SimTime(b))),
             kvm: sc.kvm.clone().filter(|k| k.ple),
             last_boosted: vec![0; sc.vms.len()],
-            streaks: vec![BTreeMap::new(); sc.vms.len()],
-            boost_to_run: vec![Histogram::default(); sc.vms.len()],
+            streaks: vec![BTreeMap::new(); n_all_tasks],
+            boost_to_run: vec![Histogram::default(); n_all_tasks],
             spin_loop_exits: Vec::new(),
             starvation_bound: None,
             metrics_since: SimTime::ZERO,
@@ -1083,9 +1084,7 @@ impl<S: Scheduler> Sim<S> {
         for t in 0..self.st.tasks.len() {
             let task = &mut self.st.tasks[t];
             if task.kv.streak > 0 {
-                *self.st.streaks[task.vm as usize]
-                    .entry(task.kv.streak)
-                    .or_default() += 1;
+                *self.st.streaks[t].entry(task.kv.streak).or_default() += 1;
                 task.kv.streak = 0;
             }
         }
@@ -1286,8 +1285,9 @@ impl<S: Scheduler> Sim<S> {
                 },
             };
             if !task.kv.ple_in_run && task.kv.streak > 0 {
-                let vm = task.vm as usize;
-                *self.st.streaks[vm].entry(task.kv.streak).or_default() += 1;
+                *self.st.streaks[t as usize]
+                    .entry(task.kv.streak)
+                    .or_default() += 1;
                 task.kv.streak = 0;
             }
             task.kv.ple_in_run = false;
@@ -1338,8 +1338,7 @@ impl<S: Scheduler> Sim<S> {
         task.kv.preempted = false;
         task.kv.ready = false;
         if let Some(b) = task.kv.boosted_at.take() {
-            let vm = task.vm as usize;
-            self.st.boost_to_run[vm].record(now.since(b).ns());
+            self.st.boost_to_run[t as usize].record(now.since(b).ns());
         }
         self.view.state[t as usize] = RunState::Running(cpu);
         self.view.cpu_curr[cpu as usize] = Some(t);
@@ -2815,8 +2814,18 @@ impl<S: Scheduler> Sim<S> {
             let base = self.st.vm_task_base[vi] as usize;
             let mut vcpus = Vec::new();
             let mut tot = TaskCounters::default();
+            let mut vm_streaks: BTreeMap<u64, u64> = BTreeMap::new();
+            let mut vm_boost = Histogram::default();
             for i in 0..vm.vcpus as usize {
                 let c = &self.st.tasks[base + i].c;
+                let streaks = &self.st.streaks[base + i];
+                for (&l, &n) in streaks {
+                    *vm_streaks.entry(l).or_default() += n;
+                }
+                let boost = &self.st.boost_to_run[base + i];
+                vm_boost.merge(boost);
+                let st = streak_summary(streaks);
+                let boost = latency_summary(boost);
                 tot.run_ns += c.run_ns;
                 tot.wait_ns += c.wait_ns;
                 tot.halted_ns += c.halted_ns;
@@ -2840,6 +2849,11 @@ impl<S: Scheduler> Sim<S> {
                     yield_successes: c.yield_successes,
                     pv_waits: c.pv_waits,
                     pv_kicks: c.pv_kicks,
+                    ple_streaks: st.count,
+                    ple_streak_median: st.median,
+                    ple_streak_max: st.max,
+                    boost_to_run_mean_ms: boost.as_ref().map(|b| b.mean),
+                    boost_to_run_max_ms: boost.as_ref().map(|b| b.max),
                 });
             }
             let mut workloads = Vec::new();
@@ -2883,8 +2897,8 @@ impl<S: Scheduler> Sim<S> {
                     exits: tot.ple_exits,
                     yield_attempts: tot.yield_attempts,
                     yield_successes: tot.yield_successes,
-                    streaks: streak_summary(&self.st.streaks[vi]),
-                    boost_to_run_ms: latency_summary(&self.st.boost_to_run[vi]),
+                    streaks: streak_summary(&vm_streaks),
+                    boost_to_run_ms: latency_summary(&vm_boost),
                 }),
                 workloads,
                 vcpus,
