@@ -160,3 +160,108 @@ fn per_vcpu_streaks_and_boost_to_run_make_up_the_vms() {
         assert_eq!(v.ple_streaks == 0, v.ple_streak_max == 0);
     }
 }
+
+/// The PLE window, read off a trace: within one stint on a pCPU each exit doubles the
+/// window (4096, 8192, ... cycles, capped at 65536; the clock is 1 GHz so a cycle is a
+/// ns) and the next exit comes one window plus the 1 us exit cost later; when the vCPU is
+/// scheduled in again the window is back at its base, so the first exit of every stint
+/// comes 4096 ns after the spin (re)started.
+#[test]
+fn ple_window_grows_per_exit_and_resets_at_sched_in() {
+    let text = r#"
+duration = "0.2s"
+seed = 1
+[host]
+cores_per_socket = 2
+base_ghz = 1.0
+[host.costs]
+context_switch = "0us"
+[scheduler]
+name = "cfs"
+[kvm]
+version = "6.6"
+vendor = "intel"
+ple_window = 4096
+ple_window_grow = 2
+ple_window_max = 65536
+[[vm]]
+name = "a"
+vcpus = 2
+affinity = ["0", "1"]
+start_jitter = "7ms"
+[[vm.workload]]
+kind = "program"
+vcpus = [0]
+ops = [
+  { op = "compute", duration = "50us" },
+  { op = "ipi", targets = [1] },
+]
+[[vm.workload]]
+kind = "program"
+vcpus = [1]
+ops = [ { op = "compute", duration = "1ms" } ]
+[[vm]]
+name = "hog"
+vcpus = 2
+affinity = ["0", "1"]
+start_jitter = "7ms"
+[[vm.workload]]
+kind = "swaptions"
+"#;
+    let sc = Scenario::from_toml_str(text, "window.toml").unwrap();
+    let opts = RunOptions {
+        trace_window: Some((0, u64::MAX)),
+        ..checked()
+    };
+    let out = vcpulab_core::api::run_full(&sc, None, &opts).unwrap();
+    let trace: serde_json::Value = serde_json::from_str(&out.trace_json.unwrap()).unwrap();
+    let ns = |e: &serde_json::Value| (e["ts"].as_f64().unwrap() * 1000.0).round() as i64;
+    let (mut stints, mut exits, mut ipis) = (Vec::new(), Vec::new(), Vec::new());
+    for e in trace["traceEvents"].as_array().unwrap() {
+        match e["ph"].as_str() {
+            Some("X") if e["args"]["task"] == 0 => stints.push(ns(e)),
+            Some("i") if e["tid"] == 0 && e["name"] == "ple_exit" => exits.push(ns(e)),
+            Some("i") if e["tid"] == 0 && e["name"] == "ipi" => ipis.push(ns(e)),
+            _ => {}
+        }
+    }
+    stints.sort();
+    assert!(exits.len() > 20, "{} exits", exits.len());
+    let (mut checked_gaps, mut longest) = (0, 0);
+    for (k, &start) in stints.iter().enumerate() {
+        let end = stints.get(k + 1).copied().unwrap_or(i64::MAX);
+        let mine: Vec<i64> = exits
+            .iter()
+            .copied()
+            .filter(|&x| x >= start && x < end)
+            .collect();
+        let Some(&first) = mine.first() else { continue };
+        let spin_from = ipis
+            .iter()
+            .copied()
+            .filter(|&i| i <= first)
+            .max()
+            .unwrap()
+            .max(start);
+        assert_eq!(
+            first - spin_from,
+            4096,
+            "stint at {start} ns: first exit not one base window in"
+        );
+        for (j, w) in mine.windows(2).enumerate() {
+            let window = (4096i64 << (j + 1)).min(65536);
+            assert_eq!(
+                w[1] - w[0],
+                window + 1000,
+                "stint at {start} ns, exit {}",
+                j + 2
+            );
+            checked_gaps += 1;
+        }
+        longest = longest.max(mine.len());
+    }
+    assert!(
+        longest >= 6 && checked_gaps >= 10,
+        "longest stint {longest} exits, {checked_gaps} gaps"
+    );
+}
