@@ -413,6 +413,8 @@ struct Task {
     last_cpu: u32,
     /// Past the switch overhead and executing guest code.
     executing: bool,
+    /// In KVM handling a PLE exit on its pCPU until then (no guest progress meanwhile).
+    exit_until: Option<SimTime>,
     overhead_end: SimTime,
     /// Guest progress of the current compute has been accounted up to here.
     progress_from: SimTime,
@@ -443,6 +445,7 @@ impl Task {
             run_since: SimTime::ZERO,
             last_cpu: NONE,
             executing: false,
+            exit_until: None,
             overhead_end: SimTime::ZERO,
             progress_from: SimTime::ZERO,
             spin_since: None,
@@ -1258,7 +1261,10 @@ impl<S: Scheduler> Sim<S> {
         }
         let task = &mut self.st.tasks[t as usize];
         task.c.run_ns += now.since(task.state_since).ns();
-        if !task.executing {
+        if let Some(until) = task.exit_until.take() {
+            // Descheduled from inside a PLE exit (a directed yield): the rest is not paid.
+            task.c.overhead_ns -= until.since(now).ns();
+        } else if !task.executing {
             // Preempted during the switch overhead: only part of it was paid.
             let started = task.state_since;
             let full = task.overhead_end.since(started).ns();
@@ -1354,6 +1360,21 @@ impl<S: Scheduler> Sim<S> {
         }
     }
 
+    /// Back in the guest after KVM handled a PLE exit (not a sched-in: the PLE window
+    /// and the spin-loop flags stay): acknowledge IPIs that arrived meanwhile, go on.
+    fn end_ple_exit(&mut self, t: TaskId) {
+        let now = self.st.now;
+        let task = &mut self.st.tasks[t as usize];
+        task.exit_until = None;
+        task.executing = true;
+        task.progress_from = now;
+        let acks = std::mem::take(&mut task.pending_acks);
+        for sender in acks {
+            self.ack_ipi(sender);
+        }
+        self.run_guest(t);
+    }
+
     /// The vCPU starts executing guest code: acknowledge pending IPIs, run its threads.
     fn begin_exec(&mut self, t: TaskId) {
         let now = self.st.now;
@@ -1391,6 +1412,8 @@ impl<S: Scheduler> Sim<S> {
                 if self.st.tasks[t as usize].executing {
                     self.settle(t);
                     self.guest_progress(t);
+                } else if self.st.tasks[t as usize].exit_until.is_some() {
+                    self.end_ple_exit(t);
                 } else {
                     self.begin_exec(t);
                 }
@@ -2047,6 +2070,23 @@ impl<S: Scheduler> Sim<S> {
         // AMD reports the spinner's CPL; Intel only exits at CPL 0.
         let yield_to_kernel_mode = k.vendor == Vendor::Intel || mode == Mode::Kernel;
         self.kvm_vcpu_on_spin(t, cpu, yield_to_kernel_mode, &k);
+        // The exit itself (VM exit, handler, VM entry) takes `ple_exit_cost` of the pCPU
+        // without guest progress, unless the handler's yield deschedules the vCPU first.
+        let task = &mut self.st.tasks[t as usize];
+        if k.ple_exit_cost.ns() > 0
+            && task.executing
+            && self.view.state[t as usize] == RunState::Running(cpu)
+        {
+            if let Some(s) = task.spin_since.take() {
+                task.c.spin_ns += now.since(s).ns();
+            }
+            let until = now + k.ple_exit_cost;
+            task.executing = false;
+            task.exit_until = Some(until);
+            task.c.overhead_ns += k.ple_exit_cost.ns();
+            self.st.cpus[cpu as usize].guest_at = Some(until);
+            self.rearm(cpu);
+        }
     }
 
     /// KVM's PLE handler: directed yield to a candidate vCPU of the spinner's VM.
