@@ -132,8 +132,11 @@ class Result:
         return pd.DataFrame(rows)
 
     def vcpus(self) -> "pd.DataFrame":
-        """One row per vCPU: vm, index, times, dispatches, preemptions, halts and
-        migrations_{total,smt_sibling,same_socket,other_socket,other_numa}."""
+        """One row per vCPU: vm, index, times, dispatches, preemptions, halts,
+        migrations_{total,smt_sibling,same_socket,other_socket,other_numa}, the PLE
+        columns (ple_exits, yield_attempts, yield_successes, ple_streaks,
+        ple_streak_median, ple_streak_max, boost_to_run_mean_ms, boost_to_run_max_ms) and
+        the paravirtual-spinlock counters pv_waits and pv_kicks."""
         import pandas as pd
 
         rows = [
