@@ -24,22 +24,36 @@ def test_every_case_and_metric_of_table_1_is_reported(io):
     assert papers["credit"] == 16.853 and papers["flms"] == 3.939 and papers["vslicer"] is None
 
 
-def test_credit_has_the_worst_latency(io):
-    # The first link of the issue's latency order (the rest does not hold; models.md).
-    others = ["flms", "io-bound", "kvm", "vturbo", "vslicer"]
-    assert io[("credit", "latency_ms")] > max(io[(c, "latency_ms")] for c in others)
+def test_latency_order_is_credit_vturbo_kvm_io_bound_flms(io):
+    # The issue's order, over the paravirtual path through dom0 (Table 1's setting). The
+    # kvm / io-bound link is the narrowest (8.3 ms against 7.5 ms on ten seeds, whose
+    # ranges overlap), as in the paper (5.3 against 4.8).
+    order = ["credit", "vturbo", "kvm", "io-bound", "flms"]
+    lat = [io[(c, "latency_ms")] for c in order]
+    assert lat == sorted(lat, reverse=True), dict(zip(order, lat))
+    assert io[("credit", "latency_ms")] > io[("vslicer", "latency_ms")]
 
 
-def test_flms_cuts_latency_to_at_most_0_4_of_credit_and_beats_io_bounding(io):
+def test_flms_cuts_latency_to_at_most_0_4_of_credit(io):
     assert io[("flms", "latency_ms")] <= 0.4 * io[("credit", "latency_ms")]
-    assert io[("flms", "latency_ms")] < io[("io-bound", "latency_ms")] < io[("credit", "latency_ms")]
+    # Also over SR-IOV, where only the guests' own scheduling is left.
+    assert io[("flms-direct", "latency_ms")] <= 0.4 * io[("credit-direct", "latency_ms")]
 
 
-def test_flms_bandwidth_is_at_least_1_2_of_credit(io):
-    assert io[("flms", "bandwidth_mbps")] >= 1.2 * io[("credit", "bandwidth_mbps")]
+def test_flms_has_the_highest_bandwidth_and_at_least_1_2_of_credit(io):
+    bw = {c: io[(c, "bandwidth_mbps")] for c in ["credit", "flms", "io-bound", "kvm", "vturbo"]}
+    assert max(bw, key=bw.get) == "flms", bw
+    assert bw["flms"] >= 1.2 * bw["credit"]
     # Also once lookbusy's controller has grown its busy phases (10 s warm-up).
     assert io[("flms-warm", "bandwidth_mbps")] >= 1.2 * io[("credit-warm", "bandwidth_mbps")]
     assert io[("flms-warm", "latency_ms")] <= 0.4 * io[("credit-warm", "latency_ms")]
+
+
+def test_dom0_is_what_sr_iov_saves(io):
+    # Without dom0 on the path, a ping waits only for vm1's own vCPU: vTurbo's I/O vCPU
+    # then answers from the turbo core at once.
+    assert io[("vturbo-direct", "latency_ms")] < 0.2 * io[("vturbo", "latency_ms")]
+    assert io[("flms-direct", "latency_ms")] < io[("flms", "latency_ms")]
 
 
 def test_pools_sized_from_run_time_are_less_fair_than_from_demand():
