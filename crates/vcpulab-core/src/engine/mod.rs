@@ -1480,11 +1480,10 @@ impl<S: Scheduler> Sim<S> {
             self.st.busy_cores_in_pkg[pkg] = (self.st.busy_cores_in_pkg[pkg] as i32 + delta) as u32;
         }
         // Recompute the speed of every pCPU whose clock or SMT share may have changed.
-        let range: Vec<usize> = if core_flip && !self.st.turbo.is_empty() {
-            let per = (self.view.topo.cores_per_socket * self.view.topo.threads_per_core) as usize;
-            (pkg * per..(pkg + 1) * per).collect()
+        let range = if core_flip && !self.st.turbo.is_empty() {
+            self.view.topo.socket_cpus(pkg as u32)
         } else {
-            self.view.topo.core_cpus(core as u32).collect()
+            self.view.topo.core_cpus(core as u32)
         };
         for c in range {
             let new = self.speed_of(c);

@@ -443,7 +443,7 @@ fn pick_walk(
         let group = if topo.cpus[nxt].socket == topo.cpus[cpu].socket {
             topo.core_cpus(topo.cpus[nxt].core)
         } else {
-            socket_cpus(topo, topo.cpus[nxt].socket as usize)
+            topo.socket_cpus(topo.cpus[nxt].socket)
         };
         let cand = cpus.within(group);
         biased = Some(nxt);
@@ -452,34 +452,29 @@ fn pick_walk(
     }
 }
 
-fn socket_cpus(topo: &Topology, socket: usize) -> std::ops::Range<usize> {
-    let per_socket = (topo.cores_per_socket * topo.threads_per_core) as usize;
-    socket * per_socket..(socket + 1) * per_socket
-}
-
 /// The candidates that would win against `cpu` in the walk above: in `cpu`'s socket,
 /// those whose core has more idlers than `cpu`'s core; elsewhere, those in a socket with
 /// more than twice the idlers of `cpu`'s socket.
 fn winners(topo: &Topology, idlers: &CpuSet, cpus: &CpuSet, cpu: usize) -> CpuSet {
-    let my_socket = topo.cpus[cpu].socket as usize;
-    let socket_idle = idlers.count_in(socket_cpus(topo, my_socket));
+    let my_socket = topo.cpus[cpu].socket;
+    let socket_idle = idlers.count_in(topo.socket_cpus(my_socket));
     let mut w = CpuSet::empty(topo.ncpus());
-    for s in (0..topo.sockets as usize).filter(|&s| s != my_socket) {
-        let r = socket_cpus(topo, s);
+    for s in (0..topo.sockets).filter(|&s| s != my_socket) {
+        let r = topo.socket_cpus(s);
         if idlers.count_in(r.clone()) > 2 * socket_idle {
             w.union_with(&cpus.within(r));
         }
     }
     let tpc = topo.threads_per_core as usize;
     let core_idle = idlers.count_in(topo.core_cpus(topo.cpus[cpu].core));
-    let mine = cpus.within(socket_cpus(topo, my_socket));
+    let mine = cpus.within(topo.socket_cpus(my_socket));
     if core_idle == 0 {
         // Every candidate's core has at least the candidate idle.
         w.union_with(&mine);
     } else if tpc == 2 && core_idle == 1 {
         w.union_with(&mine.intersect(&idlers.whole_pairs()));
     } else if core_idle < tpc {
-        let first_core = (my_socket * topo.cores_per_socket as usize) as u32;
+        let first_core = my_socket * topo.cores_per_socket;
         for core in first_core..first_core + topo.cores_per_socket {
             let r = topo.core_cpus(core);
             if mine.count_in(r.clone()) > 0 && idlers.count_in(r.clone()) > core_idle {
@@ -1432,7 +1427,7 @@ mod tests {
                 if same_socket {
                     topo.core_cpus(topo.cpus[c].core)
                 } else {
-                    socket_cpus(topo, topo.cpus[c].socket as usize)
+                    topo.socket_cpus(topo.cpus[c].socket)
                 }
             };
             let factor = if same_socket { 1 } else { 2 };
