@@ -1408,6 +1408,7 @@ pub(super) fn started<P: CreditPolicy>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rng::Rng;
     use crate::sched::{SchedOut, TaskInfo};
     use crate::time::SimTime;
 
@@ -1454,13 +1455,7 @@ mod tests {
 
     #[test]
     fn pick_walk_matches_xen_loop() {
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = Rng::from_state(0x9E37_79B9_7F4A_7C15);
         // (sockets, cores per socket, threads per core): SMT 1, 2 and 4, one to four
         // sockets, and a host past one 64-bit word.
         let shapes = [
@@ -1478,21 +1473,21 @@ mod tests {
             let n = topo.ncpus();
             for _ in 0..3000 {
                 // Sparse, half and dense idle sets.
-                let density = [4, 2, 1][(next() % 3) as usize];
+                let density = [4, 2, 1][rng.below(3) as usize];
                 let mut idlers = CpuSet::empty(n);
                 let mut aff = CpuSet::empty(n);
                 for cpu in 0..n {
-                    if next() % 4 < 4 / density {
+                    if rng.below(4) < 4 / density {
                         idlers.insert(cpu);
                     }
-                    if next() % 5 != 0 {
+                    if rng.below(5) != 0 {
                         aff.insert(cpu);
                     }
                 }
-                let cpu = (next() as usize) % n;
+                let cpu = rng.below(n as u64) as usize;
                 let mut cpus = aff.intersect(&idlers);
                 cpus.remove(cpu);
-                let bias: Vec<usize> = (0..n).map(|_| (next() as usize) % n).collect();
+                let bias: Vec<usize> = (0..n).map(|_| rng.below(n as u64) as usize).collect();
                 let want = xen_loop(&topo, &idlers, cpus.clone(), cpu, &bias);
                 let got = pick_walk(&topo, &idlers, cpus, cpu, &bias);
                 assert_eq!(got, want, "shape {s}x{c}x{t}, idlers {idlers}, cpu {cpu}");
