@@ -150,6 +150,13 @@ impl Topology {
         first..first + t
     }
 
+    /// The pCPUs of a socket, in id order.
+    pub fn socket_cpus(&self, socket: u32) -> std::ops::Range<usize> {
+        let per_socket = (self.cores_per_socket * self.threads_per_core) as usize;
+        let first = socket as usize * per_socket;
+        first..first + per_socket
+    }
+
     pub fn distance(&self, a: usize, b: usize) -> Distance {
         if a == b {
             return Distance::SameCpu;

@@ -418,6 +418,7 @@ struct Task {
     overhead_end: SimTime,
     /// Guest progress of the current compute has been accounted up to here.
     progress_from: SimTime,
+    /// Spin time has been charged to `c.spin_ns` up to here; None when not spinning.
     spin_since: Option<SimTime>,
     /// When it last became runnable (for the starvation check).
     runnable_since: SimTime,
@@ -461,6 +462,25 @@ impl Task {
                 window: ple_window,
                 ..Default::default()
             },
+        }
+    }
+
+    /// Charges the spin time up to `now` and goes on spinning from there: summaries and
+    /// the warm-up reset read `c.spin_ns` while the spin is still under way.
+    #[inline]
+    fn account_spin(&mut self, now: SimTime) {
+        if let Some(s) = self.spin_since {
+            self.c.spin_ns += now.since(s).ns();
+            self.spin_since = Some(now);
+        }
+    }
+
+    /// Charges the spin time up to `now` and stops spinning (no longer executing the
+    /// spin loop: descheduled, in a PLE exit, or the thread moved on).
+    #[inline]
+    fn end_spin(&mut self, now: SimTime) {
+        if let Some(s) = self.spin_since.take() {
+            self.c.spin_ns += now.since(s).ns();
         }
     }
 }
@@ -1270,9 +1290,7 @@ impl<S: Scheduler> Sim<S> {
             let full = task.overhead_end.since(started).ns();
             task.c.overhead_ns += now.since(started).ns().min(full);
         }
-        if let Some(s) = task.spin_since.take() {
-            task.c.spin_ns += now.since(s).ns();
-        }
+        task.end_spin(now);
         task.state_since = now;
         task.executing = false;
         task.runnable_since = now;
@@ -1368,10 +1386,7 @@ impl<S: Scheduler> Sim<S> {
         task.exit_until = None;
         task.executing = true;
         task.progress_from = now;
-        let acks = std::mem::take(&mut task.pending_acks);
-        for sender in acks {
-            self.ack_ipi(sender);
-        }
+        self.ack_pending_ipis(t);
         self.run_guest(t);
     }
 
@@ -1389,14 +1404,20 @@ impl<S: Scheduler> Sim<S> {
             task.kv.dy_eligible = false;
             task.kv.window = k.ple_window; // shrink 0: reset to the base window at sched-in
         }
-        let acks = std::mem::take(&mut task.pending_acks);
         if task.cur == NONE && task.local.is_empty() {
             task.in_mm = false; // woken only to acknowledge: leave_mm
         }
+        self.ack_pending_ipis(t);
+        self.run_guest(t);
+    }
+
+    /// Acknowledges the IPIs that reached the vCPU while it was not executing guest code
+    /// (descheduled, halted or in a PLE exit): it handles them as soon as it is back.
+    fn ack_pending_ipis(&mut self, t: TaskId) {
+        let acks = std::mem::take(&mut self.st.tasks[t as usize].pending_acks);
         for sender in acks {
             self.ack_ipi(sender);
         }
-        self.run_guest(t);
     }
 
     fn cpu_event(&mut self, cpu: CpuId) {
@@ -1480,11 +1501,10 @@ impl<S: Scheduler> Sim<S> {
             self.st.busy_cores_in_pkg[pkg] = (self.st.busy_cores_in_pkg[pkg] as i32 + delta) as u32;
         }
         // Recompute the speed of every pCPU whose clock or SMT share may have changed.
-        let range: Vec<usize> = if core_flip && !self.st.turbo.is_empty() {
-            let per = (self.view.topo.cores_per_socket * self.view.topo.threads_per_core) as usize;
-            (pkg * per..(pkg + 1) * per).collect()
+        let range = if core_flip && !self.st.turbo.is_empty() {
+            self.view.topo.socket_cpus(pkg as u32)
         } else {
-            self.view.topo.core_cpus(core as u32).collect()
+            self.view.topo.core_cpus(core as u32)
         };
         for c in range {
             let new = self.speed_of(c);
@@ -1528,10 +1548,7 @@ impl<S: Scheduler> Sim<S> {
         if !task.executing {
             return;
         }
-        if let Some(s) = task.spin_since {
-            task.c.spin_ns += now.since(s).ns();
-            task.spin_since = Some(now);
-        }
+        task.account_spin(now);
         let elapsed = now.since(task.progress_from).ns();
         task.progress_from = now;
         if elapsed == 0 || task.cur == NONE {
@@ -1665,10 +1682,7 @@ impl<S: Scheduler> Sim<S> {
                 task.spin_since = Some(now);
                 task.kv.ple_from = task.kv.ple_from.max(now);
             }
-            (false, Some(s)) => {
-                task.c.spin_ns += now.since(s).ns();
-                task.spin_since = None;
-            }
+            (false, Some(_)) => task.end_spin(now),
             _ => {}
         }
         let deadline = match th.state {
@@ -1733,7 +1747,7 @@ impl<S: Scheduler> Sim<S> {
                     if was_waiting {
                         // Woken without the lock (an interrupt): the slow path spins again.
                         let vm = self.st.tasks[self.st.threads[id as usize].task as usize].vm;
-                        let pv_left = self.st.vm_pv_spin_ns[vm as usize];
+                        let pv_left = self.pv_spin_budget(vm, mode);
                         self.st.threads[id as usize].state = ThState::SpinLock {
                             lock,
                             hold,
@@ -1832,13 +1846,8 @@ impl<S: Scheduler> Sim<S> {
                     // Threads split into `shards` consecutive groups, one lock each.
                     let per = self.st.workload_threads[w].div_ceil(*shards).max(1);
                     let gl = self.st.vm_lock_base[vm as usize] + *lock + th.index_in_workload / per;
-                    // Only guest-kernel spinlocks take the paravirtual slow path.
-                    let pv_left = if mode == Mode::Kernel {
-                        self.st.vm_pv_spin_ns[vm as usize]
-                    } else {
-                        f64::INFINITY
-                    };
-                    th.state = ThState::SpinLock {
+                    let pv_left = self.pv_spin_budget(vm, mode);
+                    self.st.threads[id as usize].state = ThState::SpinLock {
                         lock: gl,
                         hold,
                         mode,
@@ -2077,9 +2086,7 @@ impl<S: Scheduler> Sim<S> {
             && task.executing
             && self.view.state[t as usize] == RunState::Running(cpu)
         {
-            if let Some(s) = task.spin_since.take() {
-                task.c.spin_ns += now.since(s).ns();
-            }
+            task.end_spin(now);
             let until = now + k.ple_exit_cost;
             task.executing = false;
             task.exit_until = Some(until);
@@ -2151,6 +2158,18 @@ impl<S: Scheduler> Sim<S> {
             }
         }
         self.st.spin_loop_exits.push(me);
+    }
+
+    /// How long (base-clock ns of guest execution) a spinlock waiter of `vm` spins before
+    /// pv_wait: only guest-kernel spinlocks take the paravirtual slow path, so infinite in
+    /// user mode or without pv spinlocks. A waiter woken from pv_wait (always kernel mode)
+    /// gets the full budget again.
+    fn pv_spin_budget(&self, vm: u32, mode: Mode) -> f64 {
+        if mode == Mode::Kernel {
+            self.st.vm_pv_spin_ns[vm as usize]
+        } else {
+            f64::INFINITY
+        }
     }
 
     /// Tries to take a lock for thread `id`. `first` registers it as a waiter on failure.
@@ -2806,10 +2825,7 @@ impl<S: Scheduler> Sim<S> {
                 RunState::Halted => task.c.halted_ns += d,
             }
             task.state_since = now;
-            if let Some(s) = task.spin_since {
-                task.c.spin_ns += now.since(s).ns();
-                task.spin_since = Some(now);
-            }
+            task.account_spin(now);
         }
     }
 

@@ -443,7 +443,7 @@ fn pick_walk(
         let group = if topo.cpus[nxt].socket == topo.cpus[cpu].socket {
             topo.core_cpus(topo.cpus[nxt].core)
         } else {
-            socket_cpus(topo, topo.cpus[nxt].socket as usize)
+            topo.socket_cpus(topo.cpus[nxt].socket)
         };
         let cand = cpus.within(group);
         biased = Some(nxt);
@@ -452,34 +452,29 @@ fn pick_walk(
     }
 }
 
-fn socket_cpus(topo: &Topology, socket: usize) -> std::ops::Range<usize> {
-    let per_socket = (topo.cores_per_socket * topo.threads_per_core) as usize;
-    socket * per_socket..(socket + 1) * per_socket
-}
-
 /// The candidates that would win against `cpu` in the walk above: in `cpu`'s socket,
 /// those whose core has more idlers than `cpu`'s core; elsewhere, those in a socket with
 /// more than twice the idlers of `cpu`'s socket.
 fn winners(topo: &Topology, idlers: &CpuSet, cpus: &CpuSet, cpu: usize) -> CpuSet {
-    let my_socket = topo.cpus[cpu].socket as usize;
-    let socket_idle = idlers.count_in(socket_cpus(topo, my_socket));
+    let my_socket = topo.cpus[cpu].socket;
+    let socket_idle = idlers.count_in(topo.socket_cpus(my_socket));
     let mut w = CpuSet::empty(topo.ncpus());
-    for s in (0..topo.sockets as usize).filter(|&s| s != my_socket) {
-        let r = socket_cpus(topo, s);
+    for s in (0..topo.sockets).filter(|&s| s != my_socket) {
+        let r = topo.socket_cpus(s);
         if idlers.count_in(r.clone()) > 2 * socket_idle {
             w.union_with(&cpus.within(r));
         }
     }
     let tpc = topo.threads_per_core as usize;
     let core_idle = idlers.count_in(topo.core_cpus(topo.cpus[cpu].core));
-    let mine = cpus.within(socket_cpus(topo, my_socket));
+    let mine = cpus.within(topo.socket_cpus(my_socket));
     if core_idle == 0 {
         // Every candidate's core has at least the candidate idle.
         w.union_with(&mine);
     } else if tpc == 2 && core_idle == 1 {
         w.union_with(&mine.intersect(&idlers.whole_pairs()));
     } else if core_idle < tpc {
-        let first_core = (my_socket * topo.cores_per_socket as usize) as u32;
+        let first_core = my_socket * topo.cores_per_socket;
         for core in first_core..first_core + topo.cores_per_socket {
             let r = topo.core_cpus(core);
             if mine.count_in(r.clone()) > 0 && idlers.count_in(r.clone()) > core_idle {
@@ -1413,6 +1408,7 @@ pub(super) fn started<P: CreditPolicy>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rng::Rng;
     use crate::sched::{SchedOut, TaskInfo};
     use crate::time::SimTime;
 
@@ -1432,7 +1428,7 @@ mod tests {
                 if same_socket {
                     topo.core_cpus(topo.cpus[c].core)
                 } else {
-                    socket_cpus(topo, topo.cpus[c].socket as usize)
+                    topo.socket_cpus(topo.cpus[c].socket)
                 }
             };
             let factor = if same_socket { 1 } else { 2 };
@@ -1459,13 +1455,7 @@ mod tests {
 
     #[test]
     fn pick_walk_matches_xen_loop() {
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = Rng::from_state(0x9E37_79B9_7F4A_7C15);
         // (sockets, cores per socket, threads per core): SMT 1, 2 and 4, one to four
         // sockets, and a host past one 64-bit word.
         let shapes = [
@@ -1483,21 +1473,21 @@ mod tests {
             let n = topo.ncpus();
             for _ in 0..3000 {
                 // Sparse, half and dense idle sets.
-                let density = [4, 2, 1][(next() % 3) as usize];
+                let density = [4, 2, 1][rng.below(3) as usize];
                 let mut idlers = CpuSet::empty(n);
                 let mut aff = CpuSet::empty(n);
                 for cpu in 0..n {
-                    if next() % 4 < 4 / density {
+                    if rng.below(4) < 4 / density {
                         idlers.insert(cpu);
                     }
-                    if next() % 5 != 0 {
+                    if rng.below(5) != 0 {
                         aff.insert(cpu);
                     }
                 }
-                let cpu = (next() as usize) % n;
+                let cpu = rng.below(n as u64) as usize;
                 let mut cpus = aff.intersect(&idlers);
                 cpus.remove(cpu);
-                let bias: Vec<usize> = (0..n).map(|_| (next() as usize) % n).collect();
+                let bias: Vec<usize> = (0..n).map(|_| rng.below(n as u64) as usize).collect();
                 let want = xen_loop(&topo, &idlers, cpus.clone(), cpu, &bias);
                 let got = pick_walk(&topo, &idlers, cpus, cpu, &bias);
                 assert_eq!(got, want, "shape {s}x{c}x{t}, idlers {idlers}, cpu {cpu}");

@@ -1230,9 +1230,14 @@ mod tests {
         }
     }
 
-    /// Three tasks queued on one pCPU; returns the scheduler with the buddy `next` set.
-    fn queue_with_next(policy: Policy, lead: i64) -> Fair {
-        let v = view(3);
+    /// An initialised scheduler of `ntasks` tasks on one pCPU, after `body` ran on it at
+    /// time 0 (the context borrows the view and the output, so it cannot be returned).
+    fn with_fair(
+        policy: Policy,
+        ntasks: usize,
+        body: impl FnOnce(&mut Fair, &mut SchedCtx),
+    ) -> Fair {
+        let v = view(ntasks);
         let mut out = SchedOut {
             resched_pending: vec![false],
             ..Default::default()
@@ -1244,9 +1249,17 @@ mod tests {
         };
         let mut f = Fair::new(policy, tunables());
         f.init(&mut ctx);
-        for t in 0..3 {
-            f.enqueue_task(&mut ctx, t, 0, true, false);
-        }
+        body(&mut f, &mut ctx);
+        f
+    }
+
+    /// Three tasks queued on one pCPU; returns the scheduler with the buddy `next` set.
+    fn queue_with_next(policy: Policy, lead: i64) -> Fair {
+        let mut f = with_fair(policy, 3, |f, ctx| {
+            for t in 0..3 {
+                f.enqueue_task(ctx, t, 0, true, false);
+            }
+        });
         // Hand-set positions: task 1 is the leftmost, task 2 leads it by `lead`, task 0 last.
         for (t, v) in [(0u32, 10_000_000i64), (1, 0), (2, lead)] {
             let old = f.key(t);
@@ -1295,29 +1308,19 @@ mod tests {
     /// half a latency before min_vruntime (GENTLE_FAIR_SLEEPERS).
     #[test]
     fn first_wake_is_placed_as_a_new_task_later_ones_as_sleepers() {
-        let v = view(2);
-        let mut out = SchedOut {
-            resched_pending: vec![false],
-            ..Default::default()
-        };
-        let mut ctx = SchedCtx {
-            now: SimTime(0),
-            view: &v,
-            out: &mut out,
-        };
-        let mut f = Fair::new(Policy::Cfs, tunables());
-        f.init(&mut ctx);
-        f.wake(&mut ctx, 0);
-        let min = f.rqs[0].min_vruntime;
-        f.wake(&mut ctx, 1);
-        // Two queued nice-0 tasks share the 6 ms period: a 3 ms slice, in vruntime too.
-        assert_eq!(f.ents[1].vruntime, min + 3_000_000);
-        // Long asleep: a sleeper's credit is capped at half the 6 ms latency.
-        f.dequeue_task(&mut ctx, 1, 0);
-        f.ents[1].vruntime = min - 100_000_000;
-        f.wake(&mut ctx, 1);
-        assert_eq!(f.ents[1].vruntime, f.rqs[0].min_vruntime - 3_000_000);
-        assert!(!f.never_queued[1]);
+        with_fair(Policy::Cfs, 2, |f, ctx| {
+            f.wake(ctx, 0);
+            let min = f.rqs[0].min_vruntime;
+            f.wake(ctx, 1);
+            // Two queued nice-0 tasks share the 6 ms period: a 3 ms slice, in vruntime too.
+            assert_eq!(f.ents[1].vruntime, min + 3_000_000);
+            // Long asleep: a sleeper's credit is capped at half the 6 ms latency.
+            f.dequeue_task(ctx, 1, 0);
+            f.ents[1].vruntime = min - 100_000_000;
+            f.wake(ctx, 1);
+            assert_eq!(f.ents[1].vruntime, f.rqs[0].min_vruntime - 3_000_000);
+            assert!(!f.never_queued[1]);
+        });
     }
 
     #[test]
