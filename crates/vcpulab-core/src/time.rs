@@ -53,6 +53,19 @@ impl SimDuration {
     pub const fn from_secs(s: u64) -> Self {
         SimDuration(s * NS_PER_S)
     }
+    /// The whole nanoseconds at or after `ns` (`ns.ceil() as u64`: negative and NaN give
+    /// 0, too large saturates). Written out because `f64::ceil` is a libm call on the x86-64
+    /// baseline (no SSE4.1 `roundsd`), and guest deadlines take it on every dispatch.
+    #[inline]
+    pub fn ceil_ns(ns: f64) -> Self {
+        // `as` truncates toward zero and saturates, so for ns >= 0 `whole` is the floor.
+        let whole = ns as u64;
+        SimDuration(if (whole as f64) < ns {
+            whole.saturating_add(1)
+        } else {
+            whole
+        })
+    }
     #[inline]
     pub fn ns(self) -> u64 {
         self.0
@@ -181,6 +194,37 @@ pub fn parse_duration(text: &str) -> Result<SimDuration, String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn ceil_ns_is_f64_ceil_cast() {
+        let mut rng = crate::rng::Rng::from_state(7);
+        let mut cases = vec![
+            0.0,
+            -0.0,
+            -1.5,
+            0.25,
+            1.0,
+            1.0 + f64::EPSILON,
+            2.5,
+            4_503_599_627_370_495.5,
+            9_007_199_254_740_993.0,
+            1.8e19,
+            1.9e19,
+            f64::MAX,
+            f64::INFINITY,
+            f64::NAN,
+            f64::NEG_INFINITY,
+            f64::MIN_POSITIVE,
+        ];
+        for _ in 0..10_000 {
+            let x = (rng.next_u64() >> 11) as f64 / (1u64 << 20) as f64;
+            cases.extend([x, x.floor(), x * 1e6]);
+        }
+        for x in cases {
+            assert_eq!(SimDuration::ceil_ns(x).0, x.ceil() as u64, "{x:e}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -1413,7 +1413,11 @@ impl<S: Scheduler> Sim<S> {
 
     /// Acknowledges the IPIs that reached the vCPU while it was not executing guest code
     /// (descheduled, halted or in a PLE exit): it handles them as soon as it is back.
+    #[inline]
     fn ack_pending_ipis(&mut self, t: TaskId) {
+        if self.st.tasks[t as usize].pending_acks.is_empty() {
+            return;
+        }
         let acks = std::mem::take(&mut self.st.tasks[t as usize].pending_acks);
         for sender in acks {
             self.ack_ipi(sender);
@@ -1486,10 +1490,18 @@ impl<S: Scheduler> Sim<S> {
 
     // ----------------------------------------------------------------- clock model
 
+    /// Marks `cpu` busy or idle for the clock model. Without one (no SMT sharing, one
+    /// clock) nothing depends on it, so that common case returns here, inlined.
+    #[inline]
     fn set_busy(&mut self, cpu: CpuId, busy: bool) {
-        if !self.st.rate_model || self.st.cpus[cpu as usize].busy == busy {
-            return;
+        if self.st.rate_model && self.st.cpus[cpu as usize].busy != busy {
+            self.change_busy(cpu, busy);
         }
+    }
+
+    /// `set_busy` when the state changes: updates the busy counts per core and package
+    /// and re-rates the pCPUs whose clock or SMT share moved.
+    fn change_busy(&mut self, cpu: CpuId, busy: bool) {
         self.st.cpus[cpu as usize].busy = busy;
         let info = &self.view.topo.cpus[cpu as usize];
         let (pkg, core) = (info.socket as usize, info.core as usize);
@@ -1690,7 +1702,7 @@ impl<S: Scheduler> Sim<S> {
                 remaining, mode, ..
             } => {
                 let speed = self.st.cpus[cpu as usize].speed;
-                let mut d = now + SimDuration((remaining.max(0.0) / speed).ceil() as u64);
+                let mut d = now + SimDuration::ceil_ns(remaining.max(0.0) / speed);
                 if mode == Mode::User && !task.local.is_empty() {
                     let slice_end = task.slice_start + self.st.vm_timeslice[task.vm as usize];
                     d = d.min(slice_end.max(now));
@@ -1701,7 +1713,7 @@ impl<S: Scheduler> Sim<S> {
                 let ple = self.ple_deadline(t, mode);
                 if pv_left.is_finite() {
                     let speed = self.st.cpus[cpu as usize].speed;
-                    let pv = now + SimDuration((pv_left.max(0.0) / speed).ceil() as u64);
+                    let pv = now + SimDuration::ceil_ns(pv_left.max(0.0) / speed);
                     Some(ple.map_or(pv, |p| p.min(pv)))
                 } else {
                     ple

@@ -32,6 +32,14 @@ struct Slot {
     payload: u64,
 }
 
+impl Slot {
+    /// (time, seq) as one number: time in the high half, so it orders first.
+    #[inline(always)]
+    fn key(&self) -> u128 {
+        ((self.time as u128) << 64) | self.seq as u128
+    }
+}
+
 impl PartialEq for Slot {
     fn eq(&self, o: &Self) -> bool {
         self.time == o.time && self.seq == o.seq
@@ -47,7 +55,8 @@ impl Ord for Slot {
     /// Reversed, so that `BinaryHeap` (a max-heap) pops the earliest event first.
     #[inline]
     fn cmp(&self, o: &Self) -> Ordering {
-        (o.time, o.seq).cmp(&(self.time, self.seq))
+        // One 128-bit comparison instead of a branch per field.
+        o.key().cmp(&self.key())
     }
 }
 
