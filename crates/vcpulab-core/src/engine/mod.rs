@@ -1104,12 +1104,8 @@ impl<S: Scheduler> Sim<S> {
         }
         self.st.now = self.st.end;
         self.account_all();
-        for t in 0..self.st.tasks.len() {
-            let task = &mut self.st.tasks[t];
-            if task.kv.streak > 0 {
-                *self.st.streaks[t].entry(task.kv.streak).or_default() += 1;
-                task.kv.streak = 0;
-            }
+        for (task, lengths) in self.st.tasks.iter_mut().zip(&mut self.st.streaks) {
+            close_streak(&mut task.kv.streak, lengths);
         }
         if self.st.trace.is_some() {
             for c in 0..self.st.cpus.len() {
@@ -1308,11 +1304,8 @@ impl<S: Scheduler> Sim<S> {
                     _ => false,
                 },
             };
-            if !task.kv.ple_in_run && task.kv.streak > 0 {
-                *self.st.streaks[t as usize]
-                    .entry(task.kv.streak)
-                    .or_default() += 1;
-                task.kv.streak = 0;
+            if !task.kv.ple_in_run {
+                close_streak(&mut task.kv.streak, &mut self.st.streaks[t as usize]);
             }
             task.kv.ple_in_run = false;
         }
@@ -1702,7 +1695,7 @@ impl<S: Scheduler> Sim<S> {
                 remaining, mode, ..
             } => {
                 let speed = self.st.cpus[cpu as usize].speed;
-                let mut d = now + SimDuration::ceil_ns(remaining.max(0.0) / speed);
+                let mut d = now + SimDuration::ceil_ns(remaining / speed);
                 if mode == Mode::User && !task.local.is_empty() {
                     let slice_end = task.slice_start + self.st.vm_timeslice[task.vm as usize];
                     d = d.min(slice_end.max(now));
@@ -1713,7 +1706,7 @@ impl<S: Scheduler> Sim<S> {
                 let ple = self.ple_deadline(t, mode);
                 if pv_left.is_finite() {
                     let speed = self.st.cpus[cpu as usize].speed;
-                    let pv = now + SimDuration::ceil_ns(pv_left.max(0.0) / speed);
+                    let pv = now + SimDuration::ceil_ns(pv_left / speed);
                     Some(ple.map_or(pv, |p| p.min(pv)))
                 } else {
                     ple
@@ -3064,6 +3057,14 @@ fn latency_summary(h: &Histogram) -> Option<LatencySummary> {
 }
 
 /// Streak statistics from (length -> number of streaks).
+/// Ends a vCPU's PLE streak, if one is open, counting its length in `lengths`.
+fn close_streak(streak: &mut u64, lengths: &mut BTreeMap<u64, u64>) {
+    if *streak > 0 {
+        *lengths.entry(*streak).or_default() += 1;
+        *streak = 0;
+    }
+}
+
 fn streak_summary(lengths: &BTreeMap<u64, u64>) -> StreakSummary {
     let total_ple: u64 = lengths.iter().map(|(l, n)| l * n).sum();
     let mut cdf = Vec::with_capacity(lengths.len());
