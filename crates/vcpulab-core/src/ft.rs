@@ -6,11 +6,13 @@
 //! so they compete with vCPUs for pCPUs, honour `affinity` and `isolcpus`, and pay switch
 //! and migration costs like anything else.
 //!
-//! - **Kemari** (QEMU event-tap, kemari-next for QEMU 1.0): every I/O event of the VM (any
-//!   `io` operation of a guest thread) is held, and the VM is stopped: each of its vCPUs
-//!   leaves guest mode and sleeps (a running vCPU halts at once; a queued one halts when
-//!   it is next dispatched). The Kemari thread then synchronises the primary's memory to
-//!   the secondary:
+//! - **Kemari** (QEMU event-tap, kemari-next for QEMU 1.0). The Kemari thread is QEMU's
+//!   I/O thread: the event-tap's bottom half runs the transaction in its main loop
+//!   (`migrate_ft_trans_put_ready` / `migrate_ft_trans_commit` in kemari-next's
+//!   migration.c). Every I/O event of the VM (any `io` operation of a guest thread) is
+//!   held, and the VM is stopped: each of its vCPUs leaves guest mode and sleeps (a
+//!   running vCPU halts at once; a queued one halts when it is next dispatched). The
+//!   thread then synchronises the primary's memory to the secondary:
 //!   - CPU work: `sync_cpu` per sync (stopping the VM, reading KVM's dirty log, the
 //!     event-tap bookkeeping) plus `copy_cpu_per_mib` per MiB of memory dirtied since the
 //!     last sync, plus the cache refill of that memory: the pages were last written by the
@@ -22,16 +24,33 @@
 //!     acknowledgement; the thread sleeps meanwhile (no CPU).
 //!
 //!   Then the VM resumes (its vCPUs wake) and the held I/O is released.
+//!   - `sync_release` (default on): the thread waits until the released write has
+//!     completed before it does anything else. kemari-next's `event_tap_blk_flush`
+//!     submits the held write and then calls `qemu_aio_flush()` and `bdrv_flush()` in the
+//!     I/O thread, "to avoid request inversion"; the guest runs meanwhile.
+//!   - `guest_timers` (default on): the thread raises the VM's timer interrupts. QEMU 1.0
+//!     runs KVM guests with the APIC, PIC and PIT emulated in user space, their timers in
+//!     the I/O thread's main loop (in-kernel irqchip support reached upstream QEMU only
+//!     after 1.0, commit 84b058d7 "kvm: Introduce core services for in-kernel irqchip
+//!     support", 2012). An expired guest timer is queued for the thread; it runs it when
+//!     free (at once if it waits; after its current sync or flush otherwise; timers go
+//!     before queued syncs, as QEMU's main loop runs timers before bottom halves), which
+//!     costs `timer_cpu`, and the interrupt then reaches the vCPU, an IPI later if the
+//!     vCPU last ran on another pCPU (QEMU kicks the vCPU thread with a signal).
 //! - **DRBD** (protocol C): each disk write (`io` with `write_kib`) is also sent to the
 //!   secondary: `cpu_per_write` + `cpu_per_mib` of CPU in the DRBD thread, then the bytes
-//!   at `link_gbps` and `ack_rtt`. It runs in parallel with the guest; the write completes
-//!   (the guest thread's interrupt) when both the local disk (the `io` latency) and the
-//!   replication are done.
-//! - **Interrupts across CPUs**: a helper that wakes a vCPU (resume, I/O completion)
-//!   from another pCPU than the vCPU last ran on pays `[host.costs] ipi` before the wake
-//!   takes effect; so does a vCPU waking a helper that last ran elsewhere.
+//!   at `link_gbps`, the secondary's disk write (the same latency as the local one: the
+//!   secondary has the same disk) and `ack_rtt`. Protocol C completes a write when both
+//!   disks have it. It runs in parallel with the guest; the write completes (the guest
+//!   thread's interrupt, and Kemari's flush) when both the local disk (the `io` latency)
+//!   and the replication are done.
+//! - **Interrupts across CPUs**: a helper that wakes a vCPU (resume, I/O completion, a
+//!   timer interrupt) from another pCPU than the vCPU last ran on pays `[host.costs] ipi`
+//!   before the wake takes effect; so does a vCPU waking a helper that last ran elsewhere.
 //! - Dirty memory: each guest workload dirties `dirty_mib_per_s` per second of its CPU
-//!   time (accrued when a compute operation completes) and each write dirties its buffer.
+//!   time (accrued when a compute operation starts). A write dirties its buffer when it is
+//!   issued, unless its workload states a dirtying rate, which then covers filling the
+//!   buffer (IOzone's page-cache copies).
 //!
 //! ## Defaults and their reasoning (seed 003's testbed: 2 x Xeon X5650, NetXen 10 GbE)
 //! - `sync_cpu` 200 us: stopping a 1-vCPU VM (signal + exit), KVM_GET_DIRTY_LOG over a
@@ -41,6 +60,9 @@
 //!   hardware) give ~0.6 ms/MiB.
 //! - `link_gbps` 10 (the NX3031 is a 10 GbE NIC); `ack_rtt` 100 us (a 10 GbE round trip
 //!   through two kernels and the secondary's receive path).
+//! - `timer_cpu` 10 us: the main loop wakes on the host alarm signal, takes QEMU's global
+//!   mutex, runs the APIC timer and signals the vCPU thread: a few system calls of 1-2 us
+//!   each on a 2.66 GHz Westmere, plus the emulation.
 //! - DRBD `cpu_per_write` 20 us (bio cloning, request bookkeeping, socket send setup),
 //!   `cpu_per_mib` 500 us (send path as above, no checksums by default).
 //!
@@ -48,10 +70,18 @@
 //! - Kemari's secondary, failover and the output-commit of network packets are not
 //!   modelled (the seed's guest has no NIC). Reads trigger a sync like writes (event-tap
 //!   holds every block request).
+//! - kemari-next lets the VM run while the first pages of a transaction are sent (its
+//!   `FT_TRANSACTION_ITER` phase, up to QEMU's 30 ms `max_downtime`) and returns to the
+//!   main loop while it waits for the secondary's ack; we stop the VM for the whole sync.
+//!   Timers that expired during a sync are raised when the ack arrives (their
+//!   `timer_cpu` is not charged), so their interrupts are pending as the VM resumes.
 //! - The QEMU global mutex (the paper's "exclusive control") is not modelled as a lock:
-//!   only the IPI cost and the cache refill separate a vCPU and a Kemari thread on
-//!   different cores.
-//! - One Kemari and one DRBD thread per VM at most; a helper serves one VM.
+//!   the vCPU thread needs it on every exit to user space, and the I/O thread holds it
+//!   while it syncs and flushes. Only the IPI cost, the cache refill and the timer path
+//!   separate a vCPU and a Kemari thread on different cores.
+//! - One Kemari and one DRBD thread per VM at most; a helper serves one VM. DRBD's thread
+//!   handles one write at a time (real DRBD pipelines; under Kemari's synchronous release
+//!   only one write is in flight anyway).
 
 use crate::reader::{Owned, Res, Table};
 use crate::time::SimDuration;
@@ -64,6 +94,9 @@ pub const HELPER_KEYS: &[&str] = &[
     "cpu_per_mib",
     "link_gbps",
     "ack_rtt",
+    "timer_cpu",
+    "guest_timers",
+    "sync_release",
 ];
 
 #[derive(Clone, Debug, PartialEq)]
@@ -73,6 +106,12 @@ pub enum HelperSpec {
         copy_cpu_per_mib: SimDuration,
         link_bytes_per_ns: f64,
         ack_rtt: SimDuration,
+        /// The thread also raises the VM's timer interrupts (QEMU 1.0's userspace APIC).
+        guest_timers: bool,
+        /// CPU per timer interrupt raised (main-loop wake, APIC timer, vCPU kick).
+        timer_cpu: SimDuration,
+        /// The thread waits for each released write to complete before it goes on.
+        sync_release: bool,
     },
     Drbd {
         cpu_per_write: SimDuration,
@@ -119,7 +158,13 @@ pub fn parse_helper(t: &Table, h: &Owned) -> Res<HelperSpec> {
     let link = t.opt_f64("link_gbps", 0.001, 10_000.0)?.unwrap_or(10.0) / 8.0; // bytes per ns
     let foreign: &[&str] = match kind {
         "kemari" => &["cpu_per_write", "cpu_per_mib"],
-        "drbd" => &["sync_cpu", "copy_cpu_per_mib"],
+        "drbd" => &[
+            "sync_cpu",
+            "copy_cpu_per_mib",
+            "timer_cpu",
+            "guest_timers",
+            "sync_release",
+        ],
         other => {
             return h.err(format!(
                 "unknown helper {other:?}; allowed: \"kemari\", \"drbd\""
@@ -135,6 +180,9 @@ pub fn parse_helper(t: &Table, h: &Owned) -> Res<HelperSpec> {
             copy_cpu_per_mib: dur("copy_cpu_per_mib", 600)?,
             link_bytes_per_ns: link,
             ack_rtt: dur("ack_rtt", 100)?,
+            guest_timers: t.opt_bool("guest_timers")?.unwrap_or(true),
+            timer_cpu: dur("timer_cpu", 10)?,
+            sync_release: t.opt_bool("sync_release")?.unwrap_or(true),
         },
         _ => HelperSpec::Drbd {
             cpu_per_write: dur("cpu_per_write", 20)?,

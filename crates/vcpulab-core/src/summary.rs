@@ -52,6 +52,14 @@ pub struct FtSummary {
     pub syncs: u64,
     /// Time the VM was stopped for them.
     pub paused_time_s: f64,
+    /// Guest timer interrupts raised by the Kemari thread (`guest_timers`); of them,
+    /// those queued behind a sync or a flush, and those sent to a vCPU on another pCPU.
+    pub timer_irqs: u64,
+    pub timer_irqs_queued: u64,
+    pub timer_irqs_cross_cpu: u64,
+    /// Released writes the Kemari thread waited for (`sync_release`), and the time.
+    pub flushes: u64,
+    pub flush_wait_s: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -209,6 +217,10 @@ pub struct EventCounts {
     /// Packets through the split driver's backend (absent on the direct path).
     #[serde(skip_serializing_if = "is_zero")]
     pub backend_packets: u64,
+    /// Software-FT helper events: released writes completing, timer interrupts
+    /// reaching a vCPU across pCPUs (absent without them).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub helper_events: u64,
 }
 
 fn is_zero(x: &u64) -> bool {

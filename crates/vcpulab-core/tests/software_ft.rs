@@ -230,18 +230,184 @@ fn software_ft_reproduction_rows_and_mechanism_relations() {
         .count();
     assert_eq!(paper, 25, "every case carries the paper's value");
     for p in ["p1", "p2", "p3", "p4", "p5"] {
-        // Large writebacks stop the guest for tens of ms: I/O load in the evaluation VM
-        // is the worst condition for every pattern, as in the paper.
+        // I/O load in the evaluation VM is the worst condition for every pattern, as in
+        // the paper: IOzone's page-cache writes make the first sync of each writeback
+        // carry tens of MiB.
         for c in ["none", "cpu-loadvm", "io-loadvm", "cpu-evalvm"] {
             assert!(
-                get(&format!("{p}/io-evalvm")) > 10.0 * get(&format!("{p}/{c}")),
+                get(&format!("{p}/io-evalvm")) > 2.0 * get(&format!("{p}/{c}")),
                 "{p}/{c}"
             );
         }
+        // Without load the worst response is a journal write's synchronous release
+        // (Kemari's thread raises the timer only after it): the same order of magnitude
+        // as the paper's 14-26 ms (the old model, without the release, gave 0.2-0.5 ms).
+        let none = get(&format!("{p}/none"));
+        let paper = rows
+            .iter()
+            .find(|r| r.case == format!("{p}/none") && r.metric == "max_response_ms")
+            .and_then(|r| r.paper)
+            .unwrap();
+        assert!(
+            none > paper / 10.0 && none < paper * 10.0,
+            "{p}/none: {none}"
+        );
     }
-    // vCPU and Kemari on one CPU is the best placement under I/O load (the paper's p4).
-    let p4 = get("p4/io-evalvm");
-    for p in ["p1", "p2", "p5"] {
-        assert!(p4 <= get(&format!("{p}/io-evalvm")), "{p}");
+    // vCPU and Kemari on one CPU beats no pinning under I/O load (the paper's p4 vs p1).
+    assert!(get("p4/io-evalvm") <= get("p1/io-evalvm"));
+    // Kemari's thread raises every timer interrupt; it crosses pCPUs exactly when the
+    // pattern puts the vCPU and Kemari apart.
+    let cross = |case: &str| {
+        rows.iter()
+            .find(|r| r.case == case && r.metric == "timer_irqs_cross_cpu")
+            .and_then(|r| r.sim)
+            .unwrap_or_else(|| panic!("{case}"))
+    };
+    for c in ["none", "io-evalvm"] {
+        assert_eq!(cross(&format!("p3/{c}")), 0.0);
+        assert_eq!(cross(&format!("p4/{c}")), 0.0);
+        assert!(cross(&format!("p5/{c}")) > 9000.0, "p5/{c}");
     }
+}
+
+/// One 1-vCPU VM "eval" running `workloads` (TOML `[[vm.workload]]` tables) under
+/// Kemari, on a 4-core host for 10 s: `kemari_keys` go into Kemari's `[[host_thread]]`;
+/// with `drbd` a DRBD helper is added.
+fn kemari_vm(workloads: &str, kemari_keys: &str, drbd: bool) -> String {
+    let drbd = if drbd {
+        "[[host_thread]]\nname = \"drbd\"\nvm = \"eval\"\nhelper = \"drbd\"\n"
+    } else {
+        ""
+    };
+    format!(
+        r#"
+duration = "10s"
+[host]
+sockets = 1
+cores_per_socket = 4
+[scheduler]
+name = "cfs"
+[[vm]]
+name = "eval"
+vcpus = 1
+{workloads}
+[[host_thread]]
+name = "kemari"
+vm = "eval"
+helper = "kemari"
+{kemari_keys}
+{drbd}"#
+    )
+}
+
+/// A 10 ms timer and a write of `latency` every second, under Kemari (and DRBD).
+fn timer_and_writes(latency: &str, kemari_keys: &str, drbd: bool) -> String {
+    kemari_vm(
+        &format!(
+            r#"[[vm.workload]]
+kind = "timer-rt"
+[[vm.workload]]
+kind = "program"
+ops = [{{ op = "sleep", duration = "1s" }}, {{ op = "io", latency = "{latency}", write_kib = 64 }}]"#
+        ),
+        kemari_keys,
+        drbd,
+    )
+}
+
+/// kemari-next releases each held write synchronously in QEMU's I/O thread, which (QEMU
+/// 1.0, no in-kernel irqchip) also raises the guest's timer interrupts: a timer that
+/// expires while a 20 ms write is in flight waits for it. Either switch off removes the
+/// wait.
+#[test]
+fn kemari_raises_guest_timers_only_after_the_released_write_completes() {
+    let sum = run(
+        &scenario(&timer_and_writes("20ms", "", false)),
+        None,
+        &checked(),
+    )
+    .unwrap();
+    let ft = sum.vms[0].ft.as_ref().unwrap();
+    let lat = sum.vms[0].workloads[0].latency_ms.as_ref().unwrap();
+    assert!(ft.syncs >= 9 && ft.flushes == ft.syncs, "{ft:?}");
+    // Each flush waits exactly for its write.
+    assert!(
+        (ft.flush_wait_s - 0.020 * ft.flushes as f64).abs() < 1e-3,
+        "{ft:?}"
+    );
+    // Every timer went through the Kemari thread.
+    assert_eq!(ft.timer_irqs, lat.count);
+    assert!(ft.timer_irqs_queued >= ft.flushes, "{ft:?}");
+    // Timers expire every 10 ms, so one falls in the first half of each 20 ms flush.
+    assert!(lat.max >= 10.0, "max {}", lat.max);
+
+    for extra in ["guest_timers = false", "sync_release = false"] {
+        let sum = run(
+            &scenario(&timer_and_writes("20ms", extra, false)),
+            None,
+            &checked(),
+        )
+        .unwrap();
+        let lat = sum.vms[0].workloads[0].latency_ms.as_ref().unwrap();
+        assert!(lat.max < 2.0, "{extra}: max {}", lat.max);
+    }
+    let sum = run(
+        &scenario(&timer_and_writes("20ms", "guest_timers = false", false)),
+        None,
+        &checked(),
+    )
+    .unwrap();
+    let ft = sum.vms[0].ft.as_ref().unwrap();
+    assert_eq!(ft.timer_irqs, 0);
+}
+
+/// DRBD's protocol C: a replicated write completes when the secondary's disk has it too,
+/// so Kemari's synchronous release waits for the transfer and the remote write.
+#[test]
+fn drbd_protocol_c_write_completes_after_the_remote_write() {
+    let sum = run(
+        &scenario(&timer_and_writes("20ms", "", true)),
+        None,
+        &checked(),
+    )
+    .unwrap();
+    let ft = sum.vms[0].ft.as_ref().unwrap();
+    let per_flush = ft.flush_wait_s / ft.flushes as f64;
+    // 64 KiB: DRBD's CPU (20 us + 31 us), 52 us on 10 GbE, the remote 20 ms, a 100 us ack.
+    assert!(per_flush > 0.0201 && per_flush < 0.0205, "{per_flush}");
+    let drbd = &sum.host_threads[1];
+    assert_eq!(drbd.jobs, Some(ft.flushes));
+}
+
+/// IOzone's writeback in `request_kib` requests: under Kemari each is an I/O event.
+#[test]
+fn iozone_writeback_requests_are_kemari_events() {
+    let text = kemari_vm(
+        "[[vm.workload]]\nkind = \"iozone\"\nflush_kib = 4096\nrequest_kib = 512",
+        "",
+        false,
+    );
+    let sum = run(&scenario(&text), None, &checked()).unwrap();
+    let ft = sum.vms[0].ft.as_ref().unwrap();
+    let loops = sum.vms[0].workloads[0].completed;
+    assert!(loops > 10, "{loops}");
+    // 8 requests per flush; the loop in progress at the end may have issued some.
+    assert!(
+        ft.syncs >= 8 * loops && ft.syncs < 8 * (loops + 1),
+        "{} vs {loops}",
+        ft.syncs
+    );
+    // The page-cache copy dirties the flush once, and its first sync carries it: 4 MiB
+    // is 0.2 + 4 x 0.6 ms of CPU, 3.4 ms on 10 GbE and a 0.1 ms ack (~6.1 ms); counting
+    // the request buffers again would double it.
+    let longest = sum.host_threads[0].job_latency_ms.as_ref().unwrap().max;
+    assert!((5.5..7.0).contains(&longest), "{longest}");
+    let e = err(&text.replace(
+        "request_kib = 512",
+        "request_kib = 512\ntest = \"read\"\nrecord_kib = 64",
+    ));
+    assert!(
+        e.contains("request_kib") && e.contains("write test only"),
+        "{e}"
+    );
 }

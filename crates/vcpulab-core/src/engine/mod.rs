@@ -39,7 +39,7 @@ use crate::summary::*;
 use crate::time::{SimDuration, SimTime};
 use crate::topology::{CpuSet, Distance};
 use crate::workload::{Arrivals, Dist, IpiTargets, Mode, Op};
-use queue::{EventKind, EventQueue};
+use queue::{EventKind, EventQueue, HELPER_FLUSH_DONE, HELPER_IRQ_ARRIVES};
 use std::collections::BTreeMap;
 use std::collections::VecDeque;
 
@@ -122,6 +122,8 @@ enum RtOp {
     HelperNet,
     /// Complete the job (resume the VM, release or complete the guest's I/O).
     HelperDone,
+    /// Kemari with `sync_release`: wait until the write just released has completed.
+    HelperFlush,
     /// Burn the backend's CPU for the packet taken.
     PacketWork {
         per_packet: f64,
@@ -267,6 +269,9 @@ struct WorkloadRt {
     rx_stage: u32,
     /// For a receive path: the workload it serves; NONE for every other workload.
     rx_for: u32,
+    /// A guest timer workload (`timer-rt`): the vCPU task its timer interrupts go to;
+    /// NONE for every other workload.
+    timer_task: u32,
 }
 
 impl WorkloadRt {
@@ -293,6 +298,7 @@ impl WorkloadRt {
             finished_at: None,
             rx_stage: NONE,
             rx_for: NONE,
+            timer_task: NONE,
         }
     }
 }
@@ -370,6 +376,8 @@ struct Job {
     write_bytes: u64,
     /// DRBD: when the local disk write completes.
     local_done: SimTime,
+    /// DRBD: the Kemari helper waiting for this write (`sync_release`), NONE if none.
+    release_by: u32,
 }
 
 struct HelperRt {
@@ -384,6 +392,30 @@ struct HelperRt {
     /// Submission to completion, per job.
     job_latency: Histogram,
     jobs_done: u64,
+    /// Kemari with `guest_timers`: timer expiries not yet raised, the one being raised,
+    /// and raised interrupts in flight to a vCPU on another pCPU (an IPI away).
+    timers: VecDeque<Packet>,
+    cur_timer: Option<Packet>,
+    irqs_in_flight: VecDeque<Packet>,
+    /// Kemari with `sync_release`: a released write has not completed yet; the thread
+    /// is blocked in HelperFlush waiting for it.
+    flushing: bool,
+    flush_blocked: bool,
+    flush_since: SimTime,
+    c: HelperCounters,
+}
+
+/// What a helper did, one counter per branch (reset at warm-up).
+#[derive(Clone, Copy, Default)]
+struct HelperCounters {
+    /// Timer interrupts raised; of them, those that found the thread busy with a sync
+    /// or a flush (queued behind it) and those sent to a vCPU on another pCPU.
+    timer_irqs: u64,
+    timer_irqs_queued: u64,
+    timer_irqs_cross_cpu: u64,
+    /// Released writes waited for, and the time spent waiting.
+    flushes: u64,
+    flush_ns: u64,
 }
 
 #[derive(Clone, Default)]
@@ -526,6 +558,7 @@ struct HostCounters {
     ev_cpu: u64,
     ev_thread_wake: u64,
     ev_arrival: u64,
+    ev_helper: u64,
     ev_global: u64,
     op_completions: u64,
     timer_fires: u64,
@@ -703,6 +736,11 @@ impl<S: Scheduler> Sim<S> {
                     dirty_bytes_per_ns: w.dirty_bytes_per_ns,
                     request_bytes: w.request_bytes,
                     units_left: w.total_units,
+                    timer_task: if w.kind == "timer-rt" {
+                        vm_task_base[vi] + w.vcpus.as_ref().map_or(k % vm.vcpus, |l| l[0])
+                    } else {
+                        NONE
+                    },
                     ..WorkloadRt::new(
                         vi as u32,
                         ops,
@@ -782,6 +820,13 @@ impl<S: Scheduler> Sim<S> {
                         waiting: true,
                         job_latency: Histogram::default(),
                         jobs_done: 0,
+                        timers: VecDeque::new(),
+                        cur_timer: None,
+                        irqs_in_flight: VecDeque::new(),
+                        flushing: false,
+                        flush_blocked: false,
+                        flush_since: SimTime::ZERO,
+                        c: HelperCounters::default(),
                     });
                     (
                         vec![
@@ -789,6 +834,7 @@ impl<S: Scheduler> Sim<S> {
                             RtOp::HelperWork,
                             RtOp::HelperNet,
                             RtOp::HelperDone,
+                            RtOp::HelperFlush,
                         ],
                         id,
                     )
@@ -1050,6 +1096,18 @@ impl<S: Scheduler> Sim<S> {
                     let th = &mut self.st.threads[thread as usize];
                     th.state = ThState::Ready;
                     self.make_thread_ready(thread);
+                }
+                EventKind::Helper { helper, what } => {
+                    self.st.h.ev_helper += 1;
+                    if what == HELPER_FLUSH_DONE {
+                        self.ft_flush_done(helper as usize);
+                    } else {
+                        let p = self.st.helpers[helper as usize]
+                            .irqs_in_flight
+                            .pop_front()
+                            .expect("an interrupt in flight");
+                        self.enqueue_inbound(p);
+                    }
                 }
                 EventKind::Arrival { workload } => {
                     self.st.h.ev_arrival += 1;
@@ -1899,7 +1957,15 @@ impl<S: Scheduler> Sim<S> {
                     } else if guest && write_bytes > 0 && self.st.vm_drbd[vm] != NONE {
                         let from_cpu =
                             self.st.tasks[self.st.threads[id as usize].task as usize].last_cpu;
-                        self.ft_replicate(vm, id, now + SimDuration(x), write_bytes, from_cpu);
+                        self.ft_replicate(
+                            vm,
+                            id,
+                            now + SimDuration(x),
+                            x,
+                            write_bytes,
+                            from_cpu,
+                            NONE,
+                        );
                     } else {
                         self.st
                             .q
@@ -1920,6 +1986,13 @@ impl<S: Scheduler> Sim<S> {
                 RtOp::HelperWait => {
                     let h = self.st.workloads[w].helper as usize;
                     let helper = &mut self.st.helpers[h];
+                    // QEMU's main loop runs expired timers before bottom halves (the
+                    // event-tap's sync), so a pending timer goes first.
+                    if let Some(p) = helper.timers.pop_front() {
+                        helper.cur_timer = Some(p);
+                        th.pc += 1;
+                        continue;
+                    }
                     match helper.jobs.pop_front() {
                         Some(job) => {
                             helper.cur = Some(job);
@@ -1949,10 +2022,19 @@ impl<S: Scheduler> Sim<S> {
                 }
                 RtOp::HelperNet => {
                     th.pc += 1;
-                    th.state = ThState::Blocked;
                     let h = &self.st.helpers[self.st.workloads[w].helper as usize];
+                    if h.cur_timer.is_some() {
+                        continue;
+                    }
+                    th.state = ThState::Blocked;
                     let job = h.cur.expect("helper job");
-                    let d = h.spec.transfer(job.bytes);
+                    // DRBD's protocol C acknowledges a write once the secondary's disk has
+                    // it: the same write latency again, after the transfer.
+                    let remote = match h.spec {
+                        crate::ft::HelperSpec::Drbd { .. } => SimDuration(job.io_ns),
+                        crate::ft::HelperSpec::Kemari { .. } => SimDuration::ZERO,
+                    };
+                    let d = h.spec.transfer(job.bytes) + remote;
                     self.st
                         .q
                         .push(now + d, EventKind::ThreadWake { thread: id });
@@ -1961,7 +2043,27 @@ impl<S: Scheduler> Sim<S> {
                 RtOp::HelperDone => {
                     th.pc += 1;
                     let h = self.st.workloads[w].helper as usize;
-                    self.ft_job_done(h);
+                    if let Some(p) = self.st.helpers[h].cur_timer.take() {
+                        self.ft_raise_timer(h, p);
+                    } else {
+                        // kemari-next waits for the secondary's ack in QEMU's main loop,
+                        // which runs the timers that expired meanwhile: their interrupts
+                        // are pending as the VM resumes.
+                        while let Some(p) = self.st.helpers[h].timers.pop_front() {
+                            self.ft_raise_timer(h, p);
+                        }
+                        self.ft_job_done(h);
+                    }
+                }
+                RtOp::HelperFlush => {
+                    th.pc += 1;
+                    let h = self.st.workloads[w].helper as usize;
+                    let helper = &mut self.st.helpers[h];
+                    if helper.flushing {
+                        helper.flush_blocked = true;
+                        th.state = ThState::Blocked;
+                        return false;
+                    }
                 }
                 RtOp::WaitRequest => {
                     let wl = &mut self.st.workloads[w];
@@ -2447,6 +2549,22 @@ impl<S: Scheduler> Sim<S> {
             outbound: false,
             received: false,
         };
+        let wl = &self.st.workloads[w as usize];
+        if wl.timer_task != NONE {
+            let k = self.st.vm_kemari[wl.vm as usize];
+            if k != NONE
+                && matches!(
+                    self.st.helpers[k as usize].spec,
+                    crate::ft::HelperSpec::Kemari {
+                        guest_timers: true,
+                        ..
+                    }
+                )
+            {
+                self.ft_timer_expired(k as usize, p);
+                return;
+            }
+        }
         if self.st.io_backend == NONE {
             self.enqueue_inbound(p);
         } else {
@@ -2564,7 +2682,12 @@ impl<S: Scheduler> Sim<S> {
     /// A guest I/O event in a VM protected by Kemari: stop the VM, queue a sync.
     fn ft_start_sync(&mut self, vm: usize, thread: ThreadId, io_ns: u64, write_bytes: u64) {
         let now = self.st.now;
-        self.st.vm_dirty[vm] += write_bytes as f64;
+        // A write buffer counts as dirtied when it is written, unless its workload states
+        // a dirtying rate for its computation, which then covers filling the buffer.
+        let wl = self.st.threads[thread as usize].workload as usize;
+        if self.st.workloads[wl].dirty_bytes_per_ns == 0.0 {
+            self.st.vm_dirty[vm] += write_bytes as f64;
+        }
         let bytes = std::mem::take(&mut self.st.vm_dirty[vm]);
         self.st.vm_syncs[vm] += 1;
         if !self.st.vm_paused[vm] {
@@ -2591,6 +2714,7 @@ impl<S: Scheduler> Sim<S> {
             io_ns,
             write_bytes,
             local_done: now,
+            release_by: NONE,
         };
         let from_cpu = self.st.tasks[from as usize].last_cpu;
         let h = self.st.vm_kemari[vm] as usize;
@@ -2599,21 +2723,27 @@ impl<S: Scheduler> Sim<S> {
 
     /// A guest disk write goes to the VM's DRBD helper; it completes at the later of the
     /// local write (`local_done`) and the replication.
+    /// `io_ns` is the write's disk latency (the secondary's disk takes it too);
+    /// `release_by` is the Kemari helper that waits for the write (NONE if none).
+    #[allow(clippy::too_many_arguments)]
     fn ft_replicate(
         &mut self,
         vm: usize,
         thread: ThreadId,
         local_done: SimTime,
+        io_ns: u64,
         bytes: u64,
         from_cpu: u32,
+        release_by: u32,
     ) {
         let job = Job {
             guest_thread: thread,
             enqueued: self.st.now,
             bytes: bytes as f64,
-            io_ns: 0,
+            io_ns,
             write_bytes: bytes,
             local_done,
+            release_by,
         };
         let h = self.st.vm_drbd[vm] as usize;
         self.ft_submit(h, job, from_cpu);
@@ -2643,6 +2773,11 @@ impl<S: Scheduler> Sim<S> {
     /// CPU work (base-clock ns) of the helper's current job, on the pCPU it runs on.
     fn ft_job_cpu(&self, h: usize) -> f64 {
         let helper = &self.st.helpers[h];
+        if helper.cur_timer.is_some() {
+            if let crate::ft::HelperSpec::Kemari { timer_cpu, .. } = helper.spec {
+                return timer_cpu.ns() as f64;
+            }
+        }
         let job = helper.cur.expect("a helper works only on a taken job");
         let mib = job.bytes / crate::ft::MIB;
         match helper.spec {
@@ -2689,6 +2824,13 @@ impl<S: Scheduler> Sim<S> {
         let here = self.st.tasks[helper.task as usize].last_cpu;
         let vm = helper.vm as usize;
         let is_kemari = matches!(helper.spec, crate::ft::HelperSpec::Kemari { .. });
+        let sync_release = matches!(
+            helper.spec,
+            crate::ft::HelperSpec::Kemari {
+                sync_release: true,
+                ..
+            }
+        );
         let ipi = self.st.costs_ipi;
         let vcpu_of =
             |st: &State, th: ThreadId| st.tasks[st.threads[th as usize].task as usize].last_cpu;
@@ -2712,10 +2854,27 @@ impl<S: Scheduler> Sim<S> {
                     self.make_runnable(v);
                 }
             }
-            // Release the held I/O.
+            // Release the held I/O. With sync_release the thread then waits for it
+            // (kemari-next's event-tap flushes each released write: qemu_aio_flush and
+            // bdrv_flush, in the I/O thread).
             let local_done = now + SimDuration(job.io_ns);
+            if sync_release {
+                let helper = &mut self.st.helpers[h];
+                helper.flushing = true;
+                helper.flush_since = now;
+                helper.c.flushes += 1;
+            }
             if job.write_bytes > 0 && self.st.vm_drbd[vm] != NONE {
-                self.ft_replicate(vm, job.guest_thread, local_done, job.write_bytes, here);
+                let waiter = if sync_release { h as u32 } else { NONE };
+                self.ft_replicate(
+                    vm,
+                    job.guest_thread,
+                    local_done,
+                    job.io_ns,
+                    job.write_bytes,
+                    here,
+                    waiter,
+                );
             } else {
                 self.st.q.push(
                     local_done,
@@ -2723,6 +2882,15 @@ impl<S: Scheduler> Sim<S> {
                         thread: job.guest_thread,
                     },
                 );
+                if sync_release {
+                    self.st.q.push(
+                        local_done,
+                        EventKind::Helper {
+                            helper: h as u32,
+                            what: HELPER_FLUSH_DONE,
+                        },
+                    );
+                }
             }
         } else {
             let cross = vcpu_of(&self.st, job.guest_thread) != here;
@@ -2733,6 +2901,79 @@ impl<S: Scheduler> Sim<S> {
                     thread: job.guest_thread,
                 },
             );
+            if job.release_by != NONE {
+                // The write completes for Kemari's flush when the replication is acked.
+                let kemari_cpu =
+                    self.st.tasks[self.st.helpers[job.release_by as usize].task as usize].last_cpu;
+                let cross = kemari_cpu != here;
+                self.st.q.push(
+                    job.local_done.max(now) + if cross { ipi } else { SimDuration::ZERO },
+                    EventKind::Helper {
+                        helper: job.release_by,
+                        what: HELPER_FLUSH_DONE,
+                    },
+                );
+            }
+        }
+    }
+
+    /// A released write has completed: a Kemari thread blocked in HelperFlush goes on.
+    fn ft_flush_done(&mut self, h: usize) {
+        let now = self.st.now;
+        let helper = &mut self.st.helpers[h];
+        if !helper.flushing {
+            return;
+        }
+        helper.flushing = false;
+        helper.c.flush_ns += now
+            .since(helper.flush_since.max(self.st.metrics_since))
+            .ns();
+        if std::mem::take(&mut helper.flush_blocked) {
+            let tid = helper.thread;
+            self.st.threads[tid as usize].state = ThState::Ready;
+            self.make_thread_ready(tid);
+        }
+    }
+
+    /// A guest timer expired in a VM whose Kemari thread raises its timer interrupts
+    /// (QEMU 1.0's userspace APIC: the I/O thread's main loop runs the timer). The
+    /// thread handles it when it is free: at once if it waits, else after its current
+    /// sync or flush.
+    fn ft_timer_expired(&mut self, h: usize, p: Packet) {
+        let helper = &mut self.st.helpers[h];
+        helper.timers.push_back(p);
+        if !helper.waiting {
+            helper.c.timer_irqs_queued += 1;
+            return;
+        }
+        helper.waiting = false;
+        let tid = helper.thread;
+        self.st.threads[tid as usize].state = ThState::Ready;
+        self.make_thread_ready(tid);
+    }
+
+    /// The Kemari thread has run the expired timer: the interrupt goes to the vCPU,
+    /// after an IPI (the vCPU thread's kick) if the vCPU last ran on another pCPU.
+    fn ft_raise_timer(&mut self, h: usize, p: Packet) {
+        let helper = &mut self.st.helpers[h];
+        helper.c.timer_irqs += 1;
+        let here = self.st.tasks[helper.task as usize].last_cpu;
+        let target = self.st.workloads[p.workload as usize].timer_task;
+        let there = self.st.tasks[target as usize].last_cpu;
+        let ipi = self.st.costs_ipi;
+        if there != NONE && there != here && ipi.ns() > 0 {
+            let helper = &mut self.st.helpers[h];
+            helper.c.timer_irqs_cross_cpu += 1;
+            helper.irqs_in_flight.push_back(p);
+            self.st.q.push(
+                self.st.now + ipi,
+                EventKind::Helper {
+                    helper: h as u32,
+                    what: HELPER_IRQ_ARRIVES,
+                },
+            );
+        } else {
+            self.enqueue_inbound(p);
         }
     }
 
@@ -2857,6 +3098,7 @@ impl<S: Scheduler> Sim<S> {
         for h in &mut self.st.helpers {
             h.jobs_done = 0;
             h.job_latency.clear();
+            h.c = HelperCounters::default();
         }
         for vm in 0..self.st.vm_syncs.len() {
             self.st.vm_syncs[vm] = 0;
@@ -2963,17 +3205,25 @@ impl<S: Scheduler> Sim<S> {
                 }),
                 workloads,
                 vcpus,
-                ft: (self.st.vm_kemari[vi] != NONE).then(|| FtSummary {
-                    syncs: self.st.vm_syncs[vi],
-                    paused_time_s: s(self.st.vm_paused_ns[vi]
-                        + if self.st.vm_paused[vi] {
-                            self.st
-                                .end
-                                .since(self.st.vm_paused_since[vi].max(self.st.metrics_since))
-                                .ns()
-                        } else {
-                            0
-                        }),
+                ft: (self.st.vm_kemari[vi] != NONE).then(|| {
+                    let k = &self.st.helpers[self.st.vm_kemari[vi] as usize];
+                    FtSummary {
+                        timer_irqs: k.c.timer_irqs,
+                        timer_irqs_queued: k.c.timer_irqs_queued,
+                        timer_irqs_cross_cpu: k.c.timer_irqs_cross_cpu,
+                        flushes: k.c.flushes,
+                        flush_wait_s: s(k.c.flush_ns),
+                        syncs: self.st.vm_syncs[vi],
+                        paused_time_s: s(self.st.vm_paused_ns[vi]
+                            + if self.st.vm_paused[vi] {
+                                self.st
+                                    .end
+                                    .since(self.st.vm_paused_since[vi].max(self.st.metrics_since))
+                                    .ns()
+                            } else {
+                                0
+                            }),
+                    }
                 }),
             });
         }
@@ -3039,6 +3289,7 @@ impl<S: Scheduler> Sim<S> {
                 ipis_sent: h.ipis_sent,
                 lock_acquisitions: h.lock_acquisitions,
                 backend_packets: h.backend_packets,
+                helper_events: h.ev_helper,
             },
             host_threads,
         }

@@ -20,7 +20,13 @@ pub enum EventKind {
     Warmup,
     /// A vCPU with guest threads starts (after its VM's start jitter).
     TaskStart { task: u32 },
+    /// Software-FT helper `helper`: `what` is HELPER_FLUSH_DONE (a released write has
+    /// completed) or HELPER_IRQ_ARRIVES (a timer interrupt reaches its vCPU).
+    Helper { helper: u32, what: u32 },
 }
+
+pub const HELPER_FLUSH_DONE: u32 = 0;
+pub const HELPER_IRQ_ARRIVES: u32 = 1;
 
 /// An event as stored in the heap: 24 bytes. The kind and its fields are packed into
 /// `payload` (kind: bits 56..64, id: bits 32..56, generation: bits 0..32) so the heap moves
@@ -78,6 +84,7 @@ impl EventKind {
             EventKind::Global { gen } => (3, 0, gen),
             EventKind::Warmup => (4, 0, 0),
             EventKind::TaskStart { task } => (5, task, 0),
+            EventKind::Helper { helper, what } => (6, helper, what),
         };
         debug_assert!(id <= ID_MAX);
         (k << 56) | ((id as u64) << 32) | gen as u64
@@ -92,7 +99,11 @@ impl EventKind {
             2 => EventKind::Arrival { workload: id },
             3 => EventKind::Global { gen },
             4 => EventKind::Warmup,
-            _ => EventKind::TaskStart { task: id },
+            5 => EventKind::TaskStart { task: id },
+            _ => EventKind::Helper {
+                helper: id,
+                what: gen,
+            },
         }
     }
 }
