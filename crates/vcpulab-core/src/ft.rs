@@ -28,11 +28,13 @@
 //!     completed before it does anything else. kemari-next's `event_tap_blk_flush`
 //!     submits the held write and then calls `qemu_aio_flush()` and `bdrv_flush()` in the
 //!     I/O thread, "to avoid request inversion"; the guest runs meanwhile.
-//!   - `guest_timers` (default on): the thread raises the VM's timer interrupts. QEMU 1.0
-//!     runs KVM guests with the APIC, PIC and PIT emulated in user space, their timers in
-//!     the I/O thread's main loop (in-kernel irqchip support reached upstream QEMU only
-//!     after 1.0, commit 84b058d7 "kvm: Introduce core services for in-kernel irqchip
-//!     support", 2012). An expired guest timer is queued for the thread; it runs it when
+//!   - `guest_timers` (default on): the thread raises the VM's timer interrupts. We take
+//!     kemari-next as built on qemu.git (its patches went to qemu-devel), whose KVM
+//!     support lacked qemu-kvm's in-kernel irqchip (the KVM maintainers' 2010 list of
+//!     "features in qemu-kvm.git not present in qemu.git" names it) until commit
+//!     84b058d7 "kvm: Introduce core services for in-kernel irqchip support" (2012, after
+//!     QEMU 1.0). So QEMU 1.0 emulates the guest's APIC, PIC and PIT in user space, their
+//!     timers in the I/O thread's main loop. An expired guest timer is queued for the thread; it runs it when
 //!     free (at once if it waits; after its current sync or flush otherwise; timers go
 //!     before queued syncs, as QEMU's main loop runs timers before bottom halves), which
 //!     costs `timer_cpu`, and the interrupt then reaches the vCPU, an IPI later if the
