@@ -442,13 +442,8 @@ fn hyperv_types_reproduction_relations() {
 /// invariants, the starvation bound and the core scheduler's own check hold throughout.
 #[test]
 fn many_shapes_hold_every_invariant() {
-    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut next = |n: u64| {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x % n
-    };
+    let mut rng = vcpulab_core::rng::Rng::derive(1, &["test", "hyperv-shapes"]);
+    let mut next = |n: u64| rng.below(n);
     for i in 0..120 {
         let sched = ["hyperv-classic", "hyperv-core"][i % 2];
         let sockets = 1 + next(2);
