@@ -461,7 +461,8 @@ def test_reproduce_software_ft_json_and_host_thread_frame(tmp_path):
     import vcpulab
 
     text = (REPO / "scenarios/reproductions/software-ft/scenario.toml").read_text()
-    text = text.replace('duration = "100s"', 'duration = "6s"')
+    assert 'duration = "101s"' in text
+    text = text.replace('duration = "101s"', 'duration = "7s"')
     f = tmp_path / "ft.toml"
     f.write_text(text)
     res = vcpulab.run(str(f))

@@ -253,8 +253,15 @@ fn software_ft_reproduction_rows_and_mechanism_relations() {
             "{p}/none: {none}"
         );
     }
-    // vCPU and Kemari on one CPU beats no pinning under I/O load (the paper's p4 vs p1).
-    assert!(get("p4/io-evalvm") <= get("p1/io-evalvm"));
+    // vCPU and Kemari on one CPU is the best placement under I/O load (the paper's p4):
+    // Kemari copies the dirty pages from its own core's cache. Against p5 the margin is
+    // only the same-socket refill (~0.2 ms of 74); p1 and p2 pay the other socket's.
+    let p4 = get("p4/io-evalvm");
+    assert_eq!(p4, get("p3/io-evalvm"));
+    for p in ["p1", "p2", "p5"] {
+        assert!(p4 < get(&format!("{p}/io-evalvm")), "{p}");
+    }
+    assert!(get("p1/io-evalvm") > 1.1 * p4);
     // Kemari's thread raises every timer interrupt; it crosses pCPUs exactly when the
     // pattern puts the vCPU and Kemari apart.
     let cross = |case: &str| {
