@@ -255,7 +255,7 @@ fn software_ft_reproduction_rows_and_mechanism_relations() {
     }
     // vCPU and Kemari on one CPU is the best placement under I/O load (the paper's p4):
     // Kemari copies the dirty pages from its own core's cache. Against p5 the margin is
-    // only the same-socket refill (~0.2 ms of 74); p1 and p2 pay the other socket's.
+    // only the same-socket refill (~0.3 ms of 74); p1 and p2 pay the other socket's.
     let p4 = get("p4/io-evalvm");
     assert_eq!(p4, get("p3/io-evalvm"));
     for p in ["p1", "p2", "p5"] {
