@@ -9,8 +9,9 @@
 //! - **Kemari** (QEMU event-tap, kemari-next for QEMU 1.0). The Kemari thread is QEMU's
 //!   I/O thread: the event-tap's bottom half runs the transaction in its main loop
 //!   (`migrate_ft_trans_put_ready` / `migrate_ft_trans_commit` in kemari-next's
-//!   migration.c). Every I/O event of the VM (any `io` operation of a guest thread) is
-//!   held, and the VM is stopped: each of its vCPUs leaves guest mode and sleeps (a
+//!   migration.c). Every disk write of the VM (an `io` operation with `write_kib` in a
+//!   guest thread; the event-tap wraps `bdrv_aio_writev` and `bdrv_aio_flush`, so reads
+//!   pass untouched) is held, and the VM is stopped: each of its vCPUs leaves guest mode and sleeps (a
 //!   running vCPU halts at once; a queued one halts when it is next dispatched). The
 //!   thread then synchronises the primary's memory to the secondary:
 //!   - CPU work: `sync_cpu` per sync (stopping the VM, reading KVM's dirty log, the
@@ -70,8 +71,7 @@
 //!
 //! ## Deviations and omissions
 //! - Kemari's secondary, failover and the output-commit of network packets are not
-//!   modelled (the seed's guest has no NIC). Reads trigger a sync like writes (event-tap
-//!   holds every block request).
+//!   modelled (the seed's guest has no NIC).
 //! - kemari-next lets the VM run while the first pages of a transaction are sent (its
 //!   `FT_TRANSACTION_ITER` phase, up to QEMU's 30 ms `max_downtime`) and returns to the
 //!   main loop while it waits for the secondary's ack; we stop the VM for the whole sync.

@@ -48,7 +48,7 @@ pub struct HostThreadSummary {
 /// Software fault tolerance of a VM (present when it has a Kemari helper).
 #[derive(Clone, Debug, Serialize)]
 pub struct FtSummary {
-    /// Kemari synchronisations (one per guest I/O event).
+    /// Kemari synchronisations (one per guest disk write).
     pub syncs: u64,
     /// Time the VM was stopped for them.
     pub paused_time_s: f64,

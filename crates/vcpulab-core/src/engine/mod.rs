@@ -1952,7 +1952,8 @@ impl<S: Scheduler> Sim<S> {
                     th.pc += 1;
                     let guest = th.task < self.st.n_vcpu_tasks;
                     let vm = self.st.workloads[w].vm as usize;
-                    if guest && self.st.vm_kemari[vm] != NONE {
+                    // kemari-next's event-tap holds writes (and flushes), not reads.
+                    if guest && write_bytes > 0 && self.st.vm_kemari[vm] != NONE {
                         self.ft_start_sync(vm, id, x, write_bytes);
                     } else if guest && write_bytes > 0 && self.st.vm_drbd[vm] != NONE {
                         let from_cpu =
