@@ -53,10 +53,21 @@ workload = {{ kind = "lookbusy", utilization = 30, adaptive = false }}
 
 /// Pinned threads never run outside their mask, isolated pCPUs run only threads that name
 /// them, and a stopped VM never executes guest code: the engine checks all three after
-/// every event, under every scheduler.
+/// every event, under every scheduler (but vturbo and io-bound, which need a host layout
+/// of their own).
 #[test]
 fn pinned_and_isolated_threads_and_kemari_stops_hold_under_every_scheduler() {
-    for s in ["rr", "hyperv-root", "cfs", "eevdf"] {
+    for s in [
+        "rr",
+        "hyperv-root",
+        "hyperv-classic",
+        "hyperv-core",
+        "cfs",
+        "eevdf",
+        "credit",
+        "flms",
+        "vslicer",
+    ] {
         let sum =
             run(&scenario(&pattern4(s)), None, &checked()).unwrap_or_else(|e| panic!("{s}: {e}"));
         let eval = &sum.vms[0];
@@ -69,10 +80,12 @@ fn pinned_and_isolated_threads_and_kemari_stops_hold_under_every_scheduler() {
             "{s}: {eval:?}"
         );
         assert_eq!(sum.host_threads.len(), 3);
-        assert_eq!(
-            sum.host_threads[0].jobs,
-            Some(ft.syncs),
-            "{s}: one Kemari job per sync"
+        // One Kemari job per sync; the last may still be under way when the run ends.
+        let jobs = sum.host_threads[0].jobs.unwrap();
+        assert!(
+            jobs == ft.syncs || jobs + 1 == ft.syncs,
+            "{s}: {jobs} jobs for {} syncs",
+            ft.syncs
         );
         assert!(
             sum.host_threads[2].cpu_time_s > 0.0,
