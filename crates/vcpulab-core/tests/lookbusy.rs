@@ -92,14 +92,14 @@ fn a_guest_already_busier_than_the_target_shrinks_the_busy_phases() {
 
 #[test]
 fn busy_phases_dirty_memory_for_kemari_like_any_compute() {
-    // A Kemari-protected guest: lookbusy dirtying 50 MiB per CPU-second, and an I/O every
-    // 100 ms (each a sync that copies what was dirtied since the last one).
+    // A Kemari-protected guest: lookbusy dirtying 50 MiB per CPU-second, and a disk write
+    // every 100 ms (each a sync that copies what was dirtied since the last one).
     let guest = |extra: &str| {
         format!(
             "duration = \"5s\"\n[host]\ncores_per_socket = 4\n[scheduler]\nname = \"cfs\"\n\
              [[vm]]\nname = \"g\"\nvcpus = 2\n[[vm.workload]]\nkind = \"lookbusy\"\nthreads = 1\n\
              utilization = 50\nvcpus = [0]\n{extra}\n[[vm.workload]]\nkind = \"program\"\nvcpus = [1]\n\
-             ops = [{{ op = \"sleep\", duration = \"100ms\" }}, {{ op = \"io\", latency = \"1ms\" }}]\n\
+             ops = [{{ op = \"sleep\", duration = \"100ms\" }}, {{ op = \"io\", latency = \"1ms\", write_kib = 4 }}]\n\
              [[host_thread]]\nname = \"kemari\"\nvm = \"g\"\nhelper = \"kemari\"\n"
         )
     };
