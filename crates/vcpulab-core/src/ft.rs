@@ -130,21 +130,43 @@ impl HelperSpec {
             HelperSpec::Drbd { .. } => "drbd",
         }
     }
-    /// Network time for `bytes`: serialisation at the link rate plus the ack round trip.
-    pub fn transfer(&self, bytes: f64) -> SimDuration {
-        let (rate, rtt) = match self {
+    /// From sending `bytes` to the secondary's acknowledgement: serialisation at the link
+    /// rate and the ack round trip; for DRBD (protocol C) also the secondary's disk write,
+    /// which takes the write's own latency `io_ns` (the secondary has the same disk).
+    pub fn until_ack(&self, bytes: f64, io_ns: u64) -> SimDuration {
+        let (rate, rtt, remote) = match self {
             HelperSpec::Kemari {
                 link_bytes_per_ns,
                 ack_rtt,
                 ..
-            } => (*link_bytes_per_ns, *ack_rtt),
+            } => (*link_bytes_per_ns, *ack_rtt, SimDuration::ZERO),
             HelperSpec::Drbd {
                 link_bytes_per_ns,
                 ack_rtt,
                 ..
-            } => (*link_bytes_per_ns, *ack_rtt),
+            } => (*link_bytes_per_ns, *ack_rtt, SimDuration(io_ns)),
         };
-        SimDuration((bytes / rate).round() as u64) + rtt
+        SimDuration((bytes / rate).round() as u64) + remote + rtt
+    }
+    /// Kemari raising its VM's timer interrupts (`guest_timers`).
+    pub fn raises_guest_timers(&self) -> bool {
+        matches!(
+            self,
+            HelperSpec::Kemari {
+                guest_timers: true,
+                ..
+            }
+        )
+    }
+    /// Kemari waiting for each released write (`sync_release`).
+    pub fn waits_for_release(&self) -> bool {
+        matches!(
+            self,
+            HelperSpec::Kemari {
+                sync_release: true,
+                ..
+            }
+        )
     }
 }
 

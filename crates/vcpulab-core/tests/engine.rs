@@ -6,7 +6,7 @@ use vcpulab_core::sched::{CpuId, SchedCtx, Scheduler, TaskId};
 use vcpulab_core::{Error, Scenario};
 
 mod common;
-use common::{checked, scenario};
+use common::{checked, scenario, scheduler_names};
 
 fn mixed(sched: &str) -> String {
     format!(
@@ -61,20 +61,6 @@ utilization = 30
     )
 }
 
-const SCHEDULERS: &[&str] = &[
-    "rr",
-    "hyperv-root",
-    "hyperv-classic",
-    "hyperv-core",
-    "cfs",
-    "eevdf",
-    "credit",
-    "flms",
-    "vslicer",
-    "vturbo",
-    "io-bound",
-];
-
 /// Credit and the schedulers built on it (which are Credit when no VM has a class).
 fn credit_based(s: &str) -> bool {
     matches!(s, "credit" | "flms" | "vslicer" | "vturbo" | "io-bound")
@@ -85,7 +71,7 @@ fn credit_based(s: &str) -> bool {
 /// scheduler on a host with SMT, turbo, locks, IPIs, I/O and request arrivals.
 #[test]
 fn no_vcpu_runs_on_two_pcpus_at_once_and_affinity_is_honoured() {
-    for s in SCHEDULERS {
+    for s in scheduler_names() {
         let sc = scenario(&mixed(s));
         run(&sc, None, &checked()).unwrap_or_else(|e| panic!("{s}: {e}"));
     }
@@ -128,7 +114,7 @@ fn no_runnable_vcpu_starves_beyond_the_schedulers_bound() {
     let over = mixed("X")
         .replace("name = \"hog\"\nvcpus = 4", "name = \"hog\"\nvcpus = 12")
         .replace("threads = 4", "threads = 12");
-    for s in SCHEDULERS {
+    for s in scheduler_names() {
         let sc = scenario(&over.replace("name = \"X\"", &format!("name = \"{s}\"")));
         assert_eq!(sc.vms[2].vcpus, 12);
         run(&sc, None, &checked()).unwrap_or_else(|e| panic!("{s}: {e}"));
@@ -222,7 +208,7 @@ threads = 3
 /// CPU time handed out never exceeds pCPUs x duration, and busy + idle = pCPUs x duration.
 #[test]
 fn cpu_time_handed_out_never_exceeds_pcpus_times_duration() {
-    for s in SCHEDULERS {
+    for s in scheduler_names() {
         let sum = run(&scenario(&mixed(s)), None, &checked()).unwrap();
         let capacity = sum.host.pcpus as f64 * sum.duration_s;
         let handed: f64 = sum.vms.iter().map(|v| v.cpu_time_s).sum();
@@ -244,7 +230,7 @@ fn cpu_time_handed_out_never_exceeds_pcpus_times_duration() {
 /// Affinity is honoured: two hogs pinned to pCPU 0 get at most one pCPU's worth of time.
 #[test]
 fn affinity_is_honoured() {
-    for s in SCHEDULERS {
+    for s in scheduler_names() {
         let sc = scenario(&format!(
             r#"
 duration = "2s"
@@ -288,7 +274,7 @@ kind = "stress-ng"
 /// A halted vCPU consumes no CPU: an idle VM uses nothing, a mostly-sleeping one little.
 #[test]
 fn a_halted_vcpu_consumes_no_cpu() {
-    for s in SCHEDULERS {
+    for s in scheduler_names() {
         let sc = scenario(&format!(
             r#"
 duration = "2s"
@@ -403,7 +389,7 @@ fn fair_class_balances_n_plus_one_hogs_within_ten_percent() {
 /// Same scenario and seed: byte-identical summaries; another seed: different.
 #[test]
 fn same_seed_gives_identical_bytes() {
-    for s in SCHEDULERS {
+    for s in scheduler_names() {
         let sc = scenario(&mixed(s));
         let a = summary_json(&run(&sc, None, &RunOptions::default()).unwrap());
         let b = summary_json(&run(&sc, None, &RunOptions::default()).unwrap());
@@ -580,7 +566,7 @@ fn progress_callback_is_called_and_changes_nothing() {
 /// cpu_time_s in the summary.
 #[test]
 fn trace_slices_do_not_overlap_and_add_up_to_cpu_time() {
-    for s in SCHEDULERS {
+    for s in scheduler_names() {
         let sc = scenario(&mixed(s));
         let opts = RunOptions {
             trace_window: Some((0, u64::MAX)),

@@ -5,7 +5,7 @@ use vcpulab_core::engine::Sim;
 use vcpulab_core::sched::{CpuId, SchedCtx, Scheduler, TaskId};
 
 mod common;
-use common::{checked, scenario, scenario_err as err};
+use common::{checked, run_checked, scenario, scenario_err as err, scheduler_names};
 
 /// Pattern 4 of seed 003 with I/O load in the evaluation VM, 10 s.
 fn pattern4(scheduler: &str) -> String {
@@ -53,21 +53,11 @@ workload = {{ kind = "lookbusy", utilization = 30, adaptive = false }}
 
 /// Pinned threads never run outside their mask, isolated pCPUs run only threads that name
 /// them, and a stopped VM never executes guest code: the engine checks all three after
-/// every event, under every scheduler (but vturbo and io-bound, which need a host layout
-/// of their own).
+/// every event, under every registered scheduler (but vturbo and io-bound, which need a
+/// host layout of their own).
 #[test]
 fn pinned_and_isolated_threads_and_kemari_stops_hold_under_every_scheduler() {
-    for s in [
-        "rr",
-        "hyperv-root",
-        "hyperv-classic",
-        "hyperv-core",
-        "cfs",
-        "eevdf",
-        "credit",
-        "flms",
-        "vslicer",
-    ] {
+    for s in scheduler_names().filter(|s| !matches!(*s, "vturbo" | "io-bound")) {
         let sum =
             run(&scenario(&pattern4(s)), None, &checked()).unwrap_or_else(|e| panic!("{s}: {e}"));
         let eval = &sum.vms[0];
@@ -98,7 +88,7 @@ fn pinned_and_isolated_threads_and_kemari_stops_hold_under_every_scheduler() {
 /// stated, the stopped time equals the sum of the sync jobs' durations.
 #[test]
 fn kemari_sync_stops_the_guest_for_its_duration() {
-    let sum = run(&scenario(&pattern4("cfs")), None, &checked()).unwrap();
+    let sum = run_checked(&pattern4("cfs"));
     let ft = sum.vms[0].ft.as_ref().unwrap();
     let kemari = &sum.host_threads[0];
     let jobs = kemari.job_latency_ms.as_ref().unwrap();
@@ -341,12 +331,7 @@ ops = [{{ op = "sleep", duration = "1s" }}, {{ op = "io", latency = "{latency}",
 /// wait.
 #[test]
 fn kemari_raises_guest_timers_only_after_the_released_write_completes() {
-    let sum = run(
-        &scenario(&timer_and_writes("20ms", "", false)),
-        None,
-        &checked(),
-    )
-    .unwrap();
+    let sum = run_checked(&timer_and_writes("20ms", "", false));
     let ft = sum.vms[0].ft.as_ref().unwrap();
     let lat = sum.vms[0].workloads[0].latency_ms.as_ref().unwrap();
     assert!(ft.syncs >= 9 && ft.flushes == ft.syncs, "{ft:?}");
@@ -362,35 +347,23 @@ fn kemari_raises_guest_timers_only_after_the_released_write_completes() {
     assert!(lat.max >= 10.0, "max {}", lat.max);
 
     for extra in ["guest_timers = false", "sync_release = false"] {
-        let sum = run(
-            &scenario(&timer_and_writes("20ms", extra, false)),
-            None,
-            &checked(),
-        )
-        .unwrap();
+        let sum = run_checked(&timer_and_writes("20ms", extra, false));
         let lat = sum.vms[0].workloads[0].latency_ms.as_ref().unwrap();
         assert!(lat.max < 2.0, "{extra}: max {}", lat.max);
+        let raised = sum.vms[0].ft.as_ref().unwrap().timer_irqs;
+        assert_eq!(
+            raised == 0,
+            extra == "guest_timers = false",
+            "{extra}: {raised}"
+        );
     }
-    let sum = run(
-        &scenario(&timer_and_writes("20ms", "guest_timers = false", false)),
-        None,
-        &checked(),
-    )
-    .unwrap();
-    let ft = sum.vms[0].ft.as_ref().unwrap();
-    assert_eq!(ft.timer_irqs, 0);
 }
 
 /// DRBD's protocol C: a replicated write completes when the secondary's disk has it too,
 /// so Kemari's synchronous release waits for the transfer and the remote write.
 #[test]
 fn drbd_protocol_c_write_completes_after_the_remote_write() {
-    let sum = run(
-        &scenario(&timer_and_writes("20ms", "", true)),
-        None,
-        &checked(),
-    )
-    .unwrap();
+    let sum = run_checked(&timer_and_writes("20ms", "", true));
     let ft = sum.vms[0].ft.as_ref().unwrap();
     let per_flush = ft.flush_wait_s / ft.flushes as f64;
     // 64 KiB: DRBD's CPU (20 us + 31 us), 52 us on 10 GbE, the remote 20 ms, a 100 us ack.
@@ -407,7 +380,7 @@ fn iozone_writeback_requests_are_kemari_events() {
         "",
         false,
     );
-    let sum = run(&scenario(&text), None, &checked()).unwrap();
+    let sum = run_checked(&text);
     let ft = sum.vms[0].ft.as_ref().unwrap();
     let loops = sum.vms[0].workloads[0].completed;
     assert!(loops > 10, "{loops}");
@@ -424,7 +397,7 @@ fn iozone_writeback_requests_are_kemari_events() {
     assert!((5.5..7.0).contains(&longest), "{longest}");
     // Reads are not I/O events for Kemari (the event-tap wraps writes and flushes only).
     let reads = text.replace("request_kib = 512", "test = \"read\"\nrecord_kib = 512");
-    let sum = run(&scenario(&reads), None, &checked()).unwrap();
+    let sum = run_checked(&reads);
     assert!(sum.vms[0].workloads[0].completed > 100);
     assert_eq!(sum.vms[0].ft.as_ref().unwrap().syncs, 0);
     let e = err(&text.replace(

@@ -1093,9 +1093,7 @@ impl<S: Scheduler> Sim<S> {
                 }
                 EventKind::ThreadWake { thread } => {
                     self.st.h.ev_thread_wake += 1;
-                    let th = &mut self.st.threads[thread as usize];
-                    th.state = ThState::Ready;
-                    self.make_thread_ready(thread);
+                    self.wake_thread(thread);
                 }
                 EventKind::Helper { helper, what } => {
                     self.st.h.ev_helper += 1;
@@ -2029,13 +2027,7 @@ impl<S: Scheduler> Sim<S> {
                     }
                     th.state = ThState::Blocked;
                     let job = h.cur.expect("helper job");
-                    // DRBD's protocol C acknowledges a write once the secondary's disk has
-                    // it: the same write latency again, after the transfer.
-                    let remote = match h.spec {
-                        crate::ft::HelperSpec::Drbd { .. } => SimDuration(job.io_ns),
-                        crate::ft::HelperSpec::Kemari { .. } => SimDuration::ZERO,
-                    };
-                    let d = h.spec.transfer(job.bytes) + remote;
+                    let d = h.spec.until_ack(job.bytes, job.io_ns);
                     self.st
                         .q
                         .push(now + d, EventKind::ThreadWake { thread: id });
@@ -2443,6 +2435,12 @@ impl<S: Scheduler> Sim<S> {
         ctx!(self).resched(cpu);
     }
 
+    /// A blocked thread (guest or host) goes on: it is Ready and queued on its task.
+    fn wake_thread(&mut self, id: ThreadId) {
+        self.st.threads[id as usize].state = ThState::Ready;
+        self.make_thread_ready(id);
+    }
+
     /// A guest thread became runnable (I/O done, timer, request): queue it on its vCPU and
     /// interrupt the vCPU if it is halted.
     fn make_thread_ready(&mut self, id: ThreadId) {
@@ -2553,15 +2551,7 @@ impl<S: Scheduler> Sim<S> {
         let wl = &self.st.workloads[w as usize];
         if wl.timer_task != NONE {
             let k = self.st.vm_kemari[wl.vm as usize];
-            if k != NONE
-                && matches!(
-                    self.st.helpers[k as usize].spec,
-                    crate::ft::HelperSpec::Kemari {
-                        guest_timers: true,
-                        ..
-                    }
-                )
-            {
+            if k != NONE && self.st.helpers[k as usize].spec.raises_guest_timers() {
                 self.ft_timer_expired(k as usize, p);
                 return;
             }
@@ -2645,8 +2635,7 @@ impl<S: Scheduler> Sim<S> {
                 let t = &mut self.st.threads[th as usize];
                 t.packet = Some(p);
                 t.pc += 1;
-                t.state = ThState::Ready;
-                self.make_thread_ready(th);
+                self.wake_thread(th);
             }
             None => wl.queue.push_back(p),
         }
@@ -2723,9 +2712,9 @@ impl<S: Scheduler> Sim<S> {
     }
 
     /// A guest disk write goes to the VM's DRBD helper; it completes at the later of the
-    /// local write (`local_done`) and the replication.
-    /// `io_ns` is the write's disk latency (the secondary's disk takes it too);
-    /// `release_by` is the Kemari helper that waits for the write (NONE if none).
+    /// local write (`local_done`) and the replication. `io_ns` is the write's disk latency
+    /// (the secondary's disk takes it too); `release_by` is the Kemari helper that waits
+    /// for the write (NONE if none).
     #[allow(clippy::too_many_arguments)]
     fn ft_replicate(
         &mut self,
@@ -2752,10 +2741,17 @@ impl<S: Scheduler> Sim<S> {
 
     /// Queues a job; wakes the helper if it waits (after an IPI if it last ran elsewhere).
     fn ft_submit(&mut self, h: usize, job: Job, from_cpu: u32) {
+        self.st.helpers[h].jobs.push_back(job);
+        self.ft_wake_if_waiting(h, from_cpu);
+    }
+
+    /// Wakes helper `h` if it is blocked waiting for work, after an IPI if `from_cpu` is
+    /// another pCPU than the one it last ran on (NONE: a local wake). False if it is busy:
+    /// it takes the new work when it next looks.
+    fn ft_wake_if_waiting(&mut self, h: usize, from_cpu: u32) -> bool {
         let helper = &mut self.st.helpers[h];
-        helper.jobs.push_back(job);
         if !helper.waiting {
-            return;
+            return false;
         }
         helper.waiting = false;
         let (tid, task) = (helper.thread, helper.task);
@@ -2766,9 +2762,9 @@ impl<S: Scheduler> Sim<S> {
                 EventKind::ThreadWake { thread: tid },
             );
         } else {
-            self.st.threads[tid as usize].state = ThState::Ready;
-            self.make_thread_ready(tid);
+            self.wake_thread(tid);
         }
+        true
     }
 
     /// CPU work (base-clock ns) of the helper's current job, on the pCPU it runs on.
@@ -2825,13 +2821,7 @@ impl<S: Scheduler> Sim<S> {
         let here = self.st.tasks[helper.task as usize].last_cpu;
         let vm = helper.vm as usize;
         let is_kemari = matches!(helper.spec, crate::ft::HelperSpec::Kemari { .. });
-        let sync_release = matches!(
-            helper.spec,
-            crate::ft::HelperSpec::Kemari {
-                sync_release: true,
-                ..
-            }
-        );
+        let sync_release = helper.spec.waits_for_release();
         let ipi = self.st.costs_ipi;
         let vcpu_of =
             |st: &State, th: ThreadId| st.tasks[st.threads[th as usize].task as usize].last_cpu;
@@ -2931,8 +2921,7 @@ impl<S: Scheduler> Sim<S> {
             .ns();
         if std::mem::take(&mut helper.flush_blocked) {
             let tid = helper.thread;
-            self.st.threads[tid as usize].state = ThState::Ready;
-            self.make_thread_ready(tid);
+            self.wake_thread(tid);
         }
     }
 
@@ -2941,16 +2930,10 @@ impl<S: Scheduler> Sim<S> {
     /// thread handles it when it is free: at once if it waits, else after its current
     /// sync or flush.
     fn ft_timer_expired(&mut self, h: usize, p: Packet) {
-        let helper = &mut self.st.helpers[h];
-        helper.timers.push_back(p);
-        if !helper.waiting {
-            helper.c.timer_irqs_queued += 1;
-            return;
+        self.st.helpers[h].timers.push_back(p);
+        if !self.ft_wake_if_waiting(h, NONE) {
+            self.st.helpers[h].c.timer_irqs_queued += 1;
         }
-        helper.waiting = false;
-        let tid = helper.thread;
-        self.st.threads[tid as usize].state = ThState::Ready;
-        self.make_thread_ready(tid);
     }
 
     /// The Kemari thread has run the expired timer: the interrupt goes to the vCPU,
@@ -3308,7 +3291,6 @@ fn latency_summary(h: &Histogram) -> Option<LatencySummary> {
     })
 }
 
-/// Streak statistics from (length -> number of streaks).
 /// Ends a vCPU's PLE streak, if one is open, counting its length in `lengths`.
 fn close_streak(streak: &mut u64, lengths: &mut BTreeMap<u64, u64>) {
     if *streak > 0 {
@@ -3317,6 +3299,7 @@ fn close_streak(streak: &mut u64, lengths: &mut BTreeMap<u64, u64>) {
     }
 }
 
+/// Streak statistics from (length -> number of streaks).
 fn streak_summary(lengths: &BTreeMap<u64, u64>) -> StreakSummary {
     let total_ple: u64 = lengths.iter().map(|(l, n)| l * n).sum();
     let mut cdf = Vec::with_capacity(lengths.len());

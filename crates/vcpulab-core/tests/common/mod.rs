@@ -56,6 +56,11 @@ pub fn scenario_err(text: &str) -> String {
         .to_string()
 }
 
+/// Every registered scheduler's name, in the registry's order.
+pub fn scheduler_names() -> impl Iterator<Item = &'static str> {
+    vcpulab_core::sched::REGISTRY.iter().map(|e| e.name)
+}
+
 /// Parses and runs a scenario with invariant checks, panicking on any error.
 pub fn run_checked(text: &str) -> vcpulab_core::summary::Summary {
     vcpulab_core::api::run(&scenario(text), None, &checked()).unwrap_or_else(|e| panic!("{e}"))
