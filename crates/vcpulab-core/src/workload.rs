@@ -210,7 +210,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("vips", "PARSEC vips: image pipeline with heavy synchronisation (locks, wake-ups, munmap IPIs); ops/s"),
     ("timer-rt", "an RT-priority thread woken by a periodic timer; latency = timer expiry to the thread running"),
     ("dhrystone", "Dhrystone 2.1: CPU load, loops/s"),
-    ("iozone", "IOzone write (page cache, one large writeback per flush) or read (record by record from disk) test; flushes/s, KB/s with record_kib"),
+    ("iozone", "IOzone write (page cache; each flush written back at once, or in request_kib requests) or read (record by record from disk) test; flushes/s, KB/s with record_kib"),
     ("ping", "ping: ICMP echo requests from outside at a fixed interval, answered by the guest kernel; latency = round trip inside the host"),
     ("netperf", "netperf TCP_STREAM receiver: a window of outstanding segments from outside; bandwidth from completed bytes"),
     ("webbench", "webbench: concurrent HTTP clients from outside, each waiting for its response; pages/s and bandwidth"),
