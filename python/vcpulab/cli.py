@@ -11,7 +11,11 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Callable, Optional, Sequence
+# typing costs ~3 ms to import and every name below is used in annotations only
+# (postponed by `from __future__ import annotations`), so the CLI's start skips it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, Callable, Optional, Sequence
 
 from . import __version__, api
 from ._native import NotFoundError, ScenarioError, SimulationError
@@ -262,8 +266,20 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------- parser
 
 
-def build_parser() -> argparse.ArgumentParser:
+# Every subcommand, in the order `vcpulab --help` lists them.
+COMMANDS = ("run", "validate", "schedulers", "workloads", "reproduce",
+            "sweep", "query", "compare", "report", "trace", "kvm")
+
+
+def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
+    """The ``vcpulab`` parser. With ``only``, the subparser of that command alone: argparse
+    spends ~10 ms building all eleven (it looks up translations and the terminal width
+    for every argument), a third of ``vcpulab run``'s start."""
     raw = argparse.RawDescriptionHelpFormatter
+
+    def wanted(name: str) -> bool:
+        return only is None or only == name
+
     p = argparse.ArgumentParser(
         prog="vcpulab",
         description="vcpulab: a deterministic vCPU-scheduling simulator.",
@@ -274,57 +290,74 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     sub.required = True
 
-    r = sub.add_parser("run", help="run one scenario and summarise it", epilog=RUN_EPILOG, formatter_class=raw,
-                       description="Run one scenario file (TOML, or JSON if it ends in .json).")
-    r.add_argument("scenario", metavar="SCENARIO", help="scenario file")
-    r.add_argument("--seed", type=_seed, metavar="N", help="override the scenario's seed")
-    r.add_argument("--json", action="store_true", help="print the summary JSON on stdout instead of tables")
-    r.add_argument("--out", metavar="DIR",
-                   help="also write summary.json, vms.csv, vcpus.csv, workloads.csv (and .parquet if pyarrow is installed)")
-    r.add_argument("--check-invariants", action="store_true",
-                   help="check the engine's invariants after every event (slower; for debugging)")
-    r.add_argument("--force", action="store_true",
-                   help="run even if the scenario is estimated to take hours (over 5e10 events)")
-    r.set_defaults(func=cmd_run)
+    if wanted("run"):
+        r = sub.add_parser("run", help="run one scenario and summarise it", epilog=RUN_EPILOG, formatter_class=raw,
+                           description="Run one scenario file (TOML, or JSON if it ends in .json).")
+        r.add_argument("scenario", metavar="SCENARIO", help="scenario file")
+        r.add_argument("--seed", type=_seed, metavar="N", help="override the scenario's seed")
+        r.add_argument("--json", action="store_true", help="print the summary JSON on stdout instead of tables")
+        r.add_argument("--out", metavar="DIR",
+                       help="also write summary.json, vms.csv, vcpus.csv, workloads.csv (and .parquet if pyarrow is installed)")
+        r.add_argument("--check-invariants", action="store_true",
+                       help="check the engine's invariants after every event (slower; for debugging)")
+        r.add_argument("--force", action="store_true",
+                       help="run even if the scenario is estimated to take hours (over 5e10 events)")
+        r.set_defaults(func=cmd_run)
 
-    v = sub.add_parser("validate", help="check a scenario without running it", formatter_class=raw,
-                       description="Check a scenario file; print OK and a short description, or the error (exit 2).",
-                       epilog="example:\n  vcpulab validate scenario.toml\n")
-    v.add_argument("scenario", metavar="SCENARIO", help="scenario file")
-    v.set_defaults(func=cmd_validate)
+    if wanted("validate"):
+        v = sub.add_parser("validate", help="check a scenario without running it", formatter_class=raw,
+                           description="Check a scenario file; print OK and a short description, or the error (exit 2).",
+                           epilog="example:\n  vcpulab validate scenario.toml\n")
+        v.add_argument("scenario", metavar="SCENARIO", help="scenario file")
+        v.set_defaults(func=cmd_validate)
 
-    s = sub.add_parser("schedulers", help="list the host schedulers and their parameters", formatter_class=raw,
-                       epilog="examples:\n  vcpulab schedulers\n  vcpulab schedulers --json\n")
-    s.add_argument("--json", action="store_true", help="print the list as JSON")
-    s.set_defaults(func=cmd_schedulers)
+    if wanted("schedulers"):
+        s = sub.add_parser("schedulers", help="list the host schedulers and their parameters", formatter_class=raw,
+                           epilog="examples:\n  vcpulab schedulers\n  vcpulab schedulers --json\n")
+        s.add_argument("--json", action="store_true", help="print the list as JSON")
+        s.set_defaults(func=cmd_schedulers)
 
-    w = sub.add_parser("workloads", help="list the guest workload kinds (program and presets)", formatter_class=raw,
-                       epilog="examples:\n  vcpulab workloads\n  vcpulab workloads --json\n")
-    w.add_argument("--json", action="store_true", help="print the list as JSON")
-    w.set_defaults(func=cmd_workloads)
+    if wanted("workloads"):
+        w = sub.add_parser("workloads", help="list the guest workload kinds (program and presets)", formatter_class=raw,
+                           epilog="examples:\n  vcpulab workloads\n  vcpulab workloads --json\n")
+        w.add_argument("--json", action="store_true", help="print the list as JSON")
+        w.set_defaults(func=cmd_workloads)
 
-    x = sub.add_parser("reproduce", help="run the built-in reproductions of published measurements",
-                       epilog=REPRODUCE_EPILOG, formatter_class=raw,
-                       description="Run built-in experiments case by case and compare with the published figures.")
-    x.add_argument("names", nargs="*", metavar="NAME", help="experiment ids (default: all; see --list)")
-    x.add_argument("--json", action="store_true", help="print the rows as JSON on stdout (and nothing else)")
-    x.add_argument("--seed", type=_seed, metavar="N", help="override every case's seed")
-    x.add_argument("--list", action="store_true", help="list the experiments and their cases; run nothing")
-    x.add_argument("--no-progress", action="store_true", help="no progress bar (default: shown on a terminal)")
-    x.add_argument("--scenario", metavar="CASE",
-                   help="print the scenario file of one case of one experiment (its edits applied) and run nothing")
-    x.add_argument("--metric", metavar="NAME",
-                   help="with --scenario: the run of this metric (for metrics measured in their own run)")
-    x.set_defaults(func=cmd_reproduce)
+    if wanted("reproduce"):
+        x = sub.add_parser("reproduce", help="run the built-in reproductions of published measurements",
+                           epilog=REPRODUCE_EPILOG, formatter_class=raw,
+                           description="Run built-in experiments case by case and compare with the published figures.")
+        x.add_argument("names", nargs="*", metavar="NAME", help="experiment ids (default: all; see --list)")
+        x.add_argument("--json", action="store_true", help="print the rows as JSON on stdout (and nothing else)")
+        x.add_argument("--seed", type=_seed, metavar="N", help="override every case's seed")
+        x.add_argument("--list", action="store_true", help="list the experiments and their cases; run nothing")
+        x.add_argument("--no-progress", action="store_true", help="no progress bar (default: shown on a terminal)")
+        x.add_argument("--scenario", metavar="CASE",
+                       help="print the scenario file of one case of one experiment (its edits applied) and run nothing")
+        x.add_argument("--metric", metavar="NAME",
+                       help="with --scenario: the run of this metric (for metrics measured in their own run)")
+        x.set_defaults(func=cmd_reproduce)
 
     from . import commands  # sweep, query, compare, report, trace; run --trace, reproduce --out
 
-    commands.register(sub)
+    commands.register(sub, wanted)
 
-    from .kvm_cli import add_parser as add_kvm_parser
+    if wanted("kvm"):
+        from .kvm_cli import add_parser as add_kvm_parser
 
-    add_kvm_parser(sub, raw)
+        add_kvm_parser(sub, raw)
     return p
+
+
+def _command_named(argv: Sequence[str]) -> Optional[str]:
+    """The subcommand a command line names, if it is the first argument and a known one;
+    "" (no subparser at all) for ``--version``; None (every subparser: ``--help`` lists
+    them, an unknown name's error names them) otherwise."""
+    if argv and argv[0] in COMMANDS:
+        return argv[0]
+    if list(argv[:1]) == ["--version"]:
+        return ""
+    return None
 
 
 def _os_error_message(e: OSError) -> str:
@@ -334,7 +367,9 @@ def _os_error_message(e: OSError) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(only=_command_named(argv))
     args = parser.parse_args(argv)
     try:
         return args.func(args)

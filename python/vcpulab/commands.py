@@ -9,7 +9,11 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+# typing costs ~3 ms to import and every name below is used in annotations only
+# (postponed by `from __future__ import annotations`), so the CLI's start skips it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, Callable
 
 from ._native import ScenarioError
 
@@ -258,79 +262,87 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------ register
 
 
-def register(sub: Any) -> None:
+def register(sub: Any, wanted: Callable[[str], bool]) -> None:
     """Adds sweep, query, compare, report and trace to the subparsers ``sub``, and
-    ``--trace`` to run, ``--all``/``--out`` to reproduce."""
+    ``--trace`` to run, ``--all``/``--out`` to reproduce; only the commands ``wanted``
+    accepts (see :func:`vcpulab.cli.build_parser`)."""
     raw = argparse.RawDescriptionHelpFormatter
     from .cli import _seed
 
-    s = sub.add_parser("sweep", help="run a grid of scenario variants (local processes or Ray)",
-                       epilog=SWEEP_EPILOG, formatter_class=raw,
-                       description="Run every combination of a sweep file's axes; results go to a folder of "
-                                   "per-run JSON records and Parquet tables.")
-    s.add_argument("sweep", metavar="SWEEP.toml", help="sweep file (see docs/sweeps.md)")
-    s.add_argument("--out", metavar="DIR", help="results folder (default: <sweep file name>-results)")
-    s.add_argument("--engine", choices=["local", "ray"], default="local",
-                   help="local: a pool of worker processes (default); ray: Ray tasks (pip install 'vcpulab[ray]')")
-    s.add_argument("--workers", type=_positive_int, metavar="N",
-                   help="worker processes (local; default: the number of CPUs) or CPUs of a started Ray instance")
-    s.add_argument("--ray-address", metavar="ADDR",
-                   help="join this Ray cluster (e.g. ray://head:10001 or auto); default: start a local Ray instance")
-    s.add_argument("--resume", action="store_true", help="continue a sweep in DIR: skip the runs already recorded")
-    s.add_argument("--progress", action="store_true", help="show the progress bar even if stderr is not a terminal")
-    s.add_argument("--no-progress", action="store_true", help="no progress bar (default: shown on a terminal)")
-    s.set_defaults(func=cmd_sweep)
+    if wanted("sweep"):
+        s = sub.add_parser("sweep", help="run a grid of scenario variants (local processes or Ray)",
+                           epilog=SWEEP_EPILOG, formatter_class=raw,
+                           description="Run every combination of a sweep file's axes; results go to a folder of "
+                                       "per-run JSON records and Parquet tables.")
+        s.add_argument("sweep", metavar="SWEEP.toml", help="sweep file (see docs/sweeps.md)")
+        s.add_argument("--out", metavar="DIR", help="results folder (default: <sweep file name>-results)")
+        s.add_argument("--engine", choices=["local", "ray"], default="local",
+                       help="local: a pool of worker processes (default); ray: Ray tasks (pip install 'vcpulab[ray]')")
+        s.add_argument("--workers", type=_positive_int, metavar="N",
+                       help="worker processes (local; default: the number of CPUs) or CPUs of a started Ray instance")
+        s.add_argument("--ray-address", metavar="ADDR",
+                       help="join this Ray cluster (e.g. ray://head:10001 or auto); default: start a local Ray instance")
+        s.add_argument("--resume", action="store_true", help="continue a sweep in DIR: skip the runs already recorded")
+        s.add_argument("--progress", action="store_true", help="show the progress bar even if stderr is not a terminal")
+        s.add_argument("--no-progress", action="store_true", help="no progress bar (default: shown on a terminal)")
+        s.set_defaults(func=cmd_sweep)
 
-    q = sub.add_parser("query", help="SQL (DuckDB) over a sweep's results", epilog=QUERY_EPILOG, formatter_class=raw,
-                       description="Run SQL over the tables runs and vms of a sweep's results folder.")
-    q.add_argument("dir", metavar="DIR", help="a sweep's --out folder")
-    q.add_argument("sql", metavar="SQL", help="the query")
-    fmt = q.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help="print the rows as JSON records")
-    fmt.add_argument("--csv", action="store_true", help="print CSV")
-    q.set_defaults(func=cmd_query)
+    if wanted("query"):
+        q = sub.add_parser("query", help="SQL (DuckDB) over a sweep's results", epilog=QUERY_EPILOG, formatter_class=raw,
+                           description="Run SQL over the tables runs and vms of a sweep's results folder.")
+        q.add_argument("dir", metavar="DIR", help="a sweep's --out folder")
+        q.add_argument("sql", metavar="SQL", help="the query")
+        fmt = q.add_mutually_exclusive_group()
+        fmt.add_argument("--json", action="store_true", help="print the rows as JSON records")
+        fmt.add_argument("--csv", action="store_true", help="print CSV")
+        q.set_defaults(func=cmd_query)
 
-    c = sub.add_parser("compare", help="compare two variants of a scenario over seeds (means, 95%% CI)",
-                       epilog=COMPARE_EPILOG, formatter_class=raw,
-                       description="Run a scenario as variant A and variant B (key path edits) with the same seeds; "
-                                   "print each metric's mean for A and B and the difference with its 95%% CI.")
-    c.add_argument("scenario", metavar="SCENARIO", help="scenario file")
-    c.add_argument("--a", action="append", default=[], metavar="KEY=VALUE", required=True,
-                   help="an edit for variant A (repeatable), e.g. scheduler.name=rr")
-    c.add_argument("--b", action="append", default=[], metavar="KEY=VALUE", required=True,
-                   help="an edit for variant B (repeatable)")
-    c.add_argument("--seeds", type=_positive_int, default=10, metavar="N", help="seeds per variant (default 10)")
-    c.add_argument("--first-seed", type=_seed, default=1, metavar="S", help="seeds are S..S+N-1 (default 1)")
-    c.add_argument("--metric", action="append", metavar="NAME",
-                   help="a runs.parquet column or glob (vm.*.latency_ms.p99); repeatable; default: throughput, "
-                        "latency p99, CPU share and wait per VM, host utilization, fairness")
-    c.add_argument("--workers", type=_positive_int, metavar="N", help="worker processes (default: the number of CPUs)")
-    c.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    c.set_defaults(func=cmd_compare)
+    if wanted("compare"):
+        c = sub.add_parser("compare", help="compare two variants of a scenario over seeds (means, 95%% CI)",
+                           epilog=COMPARE_EPILOG, formatter_class=raw,
+                           description="Run a scenario as variant A and variant B (key path edits) with the same seeds; "
+                                       "print each metric's mean for A and B and the difference with its 95%% CI.")
+        c.add_argument("scenario", metavar="SCENARIO", help="scenario file")
+        c.add_argument("--a", action="append", default=[], metavar="KEY=VALUE", required=True,
+                       help="an edit for variant A (repeatable), e.g. scheduler.name=rr")
+        c.add_argument("--b", action="append", default=[], metavar="KEY=VALUE", required=True,
+                       help="an edit for variant B (repeatable)")
+        c.add_argument("--seeds", type=_positive_int, default=10, metavar="N", help="seeds per variant (default 10)")
+        c.add_argument("--first-seed", type=_seed, default=1, metavar="S", help="seeds are S..S+N-1 (default 1)")
+        c.add_argument("--metric", action="append", metavar="NAME",
+                       help="a runs.parquet column or glob (vm.*.latency_ms.p99); repeatable; default: throughput, "
+                            "latency p99, CPU share and wait per VM, host utilization, fairness")
+        c.add_argument("--workers", type=_positive_int, metavar="N", help="worker processes (default: the number of CPUs)")
+        c.add_argument("--json", action="store_true", help="print the comparison as JSON")
+        c.set_defaults(func=cmd_compare)
 
-    r = sub.add_parser("report", help="write a self-contained HTML report with plots", epilog=REPORT_EPILOG,
-                       formatter_class=raw,
-                       description="Write DIR/report.html for a sweep folder, a `run --out` folder or a "
-                                   "`reproduce --out` folder.")
-    r.add_argument("dir", metavar="DIR", help="results folder")
-    r.add_argument("--output", metavar="FILE", help="where to write the page (default: DIR/report.html)")
-    r.add_argument("--open", action="store_true", help="open the page in a web browser")
-    r.set_defaults(func=cmd_report)
+    if wanted("report"):
+        r = sub.add_parser("report", help="write a self-contained HTML report with plots", epilog=REPORT_EPILOG,
+                           formatter_class=raw,
+                           description="Write DIR/report.html for a sweep folder, a `run --out` folder or a "
+                                       "`reproduce --out` folder.")
+        r.add_argument("dir", metavar="DIR", help="results folder")
+        r.add_argument("--output", metavar="FILE", help="where to write the page (default: DIR/report.html)")
+        r.add_argument("--open", action="store_true", help="open the page in a web browser")
+        r.set_defaults(func=cmd_report)
 
-    t = sub.add_parser("trace", help="run a scenario and write a Perfetto (Chrome JSON) trace", epilog=TRACE_EPILOG,
-                       formatter_class=raw, description="Run a scenario with tracing on and write the trace.")
-    t.add_argument("scenario", metavar="SCENARIO", help="scenario file")
-    t.add_argument("--seed", type=_seed, metavar="N", help="override the scenario's seed")
-    t.add_argument("--from", dest="from_", metavar="T", help="trace from this simulated time (e.g. 1s, 250ms)")
-    t.add_argument("--to", metavar="T", help="trace until this simulated time")
-    t.add_argument("--out", metavar="FILE", required=True, help="the trace file to write (e.g. trace.json)")
-    t.set_defaults(func=cmd_trace)
+    if wanted("trace"):
+        t = sub.add_parser("trace", help="run a scenario and write a Perfetto (Chrome JSON) trace", epilog=TRACE_EPILOG,
+                           formatter_class=raw, description="Run a scenario with tracing on and write the trace.")
+        t.add_argument("scenario", metavar="SCENARIO", help="scenario file")
+        t.add_argument("--seed", type=_seed, metavar="N", help="override the scenario's seed")
+        t.add_argument("--from", dest="from_", metavar="T", help="trace from this simulated time (e.g. 1s, 250ms)")
+        t.add_argument("--to", metavar="T", help="trace until this simulated time")
+        t.add_argument("--out", metavar="FILE", required=True, help="the trace file to write (e.g. trace.json)")
+        t.set_defaults(func=cmd_trace)
 
-    run = sub.choices["run"]
-    run.add_argument("--trace", metavar="FILE", help="also write a Perfetto (Chrome JSON) trace of the run to FILE")
-    run.set_defaults(func=cmd_run)
-    rep = sub.choices["reproduce"]
-    rep.add_argument("--all", action="store_true", help="every experiment (the default when no NAME is given)")
-    rep.add_argument("--out", metavar="DIR",
-                     help="also write the rows (and the experiments) to DIR/reproduce.json, for `vcpulab report DIR`")
-    rep.set_defaults(func=cmd_reproduce)
+    if wanted("run"):
+        run = sub.choices["run"]
+        run.add_argument("--trace", metavar="FILE", help="also write a Perfetto (Chrome JSON) trace of the run to FILE")
+        run.set_defaults(func=cmd_run)
+    if wanted("reproduce"):
+        rep = sub.choices["reproduce"]
+        rep.add_argument("--all", action="store_true", help="every experiment (the default when no NAME is given)")
+        rep.add_argument("--out", metavar="DIR",
+                         help="also write the rows (and the experiments) to DIR/reproduce.json, for `vcpulab report DIR`")
+        rep.set_defaults(func=cmd_reproduce)

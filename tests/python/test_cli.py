@@ -41,6 +41,28 @@ def test_help_has_examples():
         assert "usage: vcpulab " + sub in h.stdout
 
 
+def test_a_one_command_parser_parses_and_helps_like_the_full_one(capsys):
+    """`vcpulab CMD ...` builds only CMD's subparser (for a fast start); it must be the
+    same subparser the full parser holds, and COMMANDS must list every subcommand."""
+    from vcpulab import cli
+
+    full = cli.build_parser()
+    choices = full._subparsers._group_actions[0].choices  # argparse's subparsers action
+    assert tuple(choices) == cli.COMMANDS
+    for name in cli.COMMANDS:
+        one = cli.build_parser(only=name)
+        assert tuple(one._subparsers._group_actions[0].choices) == (name,)
+        assert one._subparsers._group_actions[0].choices[name].format_help() == choices[name].format_help()
+    assert cli._command_named(["run", "x.toml"]) == "run"
+    assert cli._command_named(["--help"]) is None
+    assert cli._command_named(["--version"]) == ""
+    assert cli._command_named(["nosuch"]) is None
+    # An unknown command still gets the full list of choices in its error.
+    with pytest.raises(SystemExit):
+        cli.main(["nosuch"])
+    assert "choose from 'run', 'validate'" in capsys.readouterr().err
+
+
 def test_no_command_is_a_usage_error():
     p = run_cli()
     assert p.returncode == 2
