@@ -282,10 +282,17 @@ impl CpuSet {
             words: Words::zeroed(ncpus.div_ceil(64).max(1)),
         }
     }
+    /// pCPUs 0..ncpus. Word by word: every task of a 1024-pCPU host starts from one, and
+    /// a bit at a time was 8% of a run with 8,192 vCPUs.
     pub fn full(ncpus: usize) -> CpuSet {
         let mut s = CpuSet::empty(ncpus);
-        for c in 0..ncpus {
-            s.insert(c);
+        for (i, w) in s.words.iter_mut().enumerate() {
+            let bits = ncpus.saturating_sub(i * 64).min(64);
+            *w = if bits == 64 {
+                u64::MAX
+            } else {
+                (1u64 << bits) - 1
+            };
         }
         s
     }
@@ -539,6 +546,24 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn full_holds_exactly_the_first_n_cpus() {
+        for n in 0..=300usize {
+            let s = CpuSet::full(n);
+            assert_eq!(
+                s.iter().collect::<Vec<_>>(),
+                (0..n).collect::<Vec<_>>(),
+                "{n}"
+            );
+            assert_eq!(s.len(), n);
+            let mut bitwise = CpuSet::empty(n);
+            for c in 0..n {
+                bitwise.insert(c);
+            }
+            assert!(s == bitwise, "{n}");
+        }
+    }
 
     #[test]
     fn cpulist_roundtrip() {

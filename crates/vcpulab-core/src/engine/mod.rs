@@ -646,6 +646,9 @@ struct State {
     vm_dirty: Vec<f64>,
     /// Per task: its affinity was defaulted (so it must avoid isolated pCPUs).
     default_affinity: Vec<bool>,
+    /// Per task: its affinity holds every pCPU, so a pick needs no membership test (a
+    /// 1024-pCPU set lives on the heap: testing it missed the cache on every dispatch).
+    affinity_all: Vec<bool>,
     isolcpus: Option<CpuSet>,
     costs_ipi: SimDuration,
     /// The scheduler's promise for `--check-invariants` (asked after init).
@@ -1015,6 +1018,11 @@ impl<S: Scheduler> Sim<S> {
             vm_syncs: vec![0; nvms],
             vm_dirty: vec![0.0; nvms],
             default_affinity,
+            affinity_all: view
+                .tasks
+                .iter()
+                .map(|t| t.affinity.len() == ncpus)
+                .collect(),
             isolcpus: sc.host.isolcpus.clone(),
             costs_ipi: sc.host.costs.ipi,
         };
@@ -1210,8 +1218,17 @@ impl<S: Scheduler> Sim<S> {
 
     // ----------------------------------------------------------------- scheduler glue
 
-    /// Applies timer requests made by the last hook.
+    /// Applies timer requests made by the last hook. Most hooks make none, so the check
+    /// is inlined at every call and the work is not.
+    #[inline(always)]
     fn apply_out(&mut self) {
+        if !self.out.timers.is_empty() || self.out.global_timer.is_some() {
+            self.apply_timer_requests();
+        }
+    }
+
+    #[inline(never)]
+    fn apply_timer_requests(&mut self) {
         // In request order, so the last request for a pCPU wins.
         for i in 0..self.out.timers.len() {
             let (cpu, at) = self.out.timers[i];
@@ -1287,7 +1304,9 @@ impl<S: Scheduler> Sim<S> {
                 RunState::Running(c) => c == cpu,
                 RunState::Halted => false,
             };
-            if !ok || !self.view.tasks[n as usize].affinity.contains(cpu as usize) {
+            let allowed = self.st.affinity_all[n as usize]
+                || self.view.tasks[n as usize].affinity.contains(cpu as usize);
+            if !ok || !allowed {
                 self.fail(format!(
                     "scheduler bug: pick_next on pCPU {cpu} returned vCPU task {n} in state {:?} with affinity {}",
                     self.view.state[n as usize], self.view.tasks[n as usize].affinity
@@ -1462,11 +1481,15 @@ impl<S: Scheduler> Sim<S> {
 
     /// Acknowledges the IPIs that reached the vCPU while it was not executing guest code
     /// (descheduled, halted or in a PLE exit): it handles them as soon as it is back.
-    #[inline]
+    #[inline(always)]
     fn ack_pending_ipis(&mut self, t: TaskId) {
-        if self.st.tasks[t as usize].pending_acks.is_empty() {
-            return;
+        if !self.st.tasks[t as usize].pending_acks.is_empty() {
+            self.ack_pending_ipis_now(t);
         }
+    }
+
+    #[inline(never)]
+    fn ack_pending_ipis_now(&mut self, t: TaskId) {
         let acks = std::mem::take(&mut self.st.tasks[t as usize].pending_acks);
         for sender in acks {
             self.ack_ipi(sender);
