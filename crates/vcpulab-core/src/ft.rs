@@ -40,6 +40,20 @@
 //!     before queued syncs, as QEMU's main loop runs timers before bottom halves), which
 //!     costs `timer_cpu`, and the interrupt then reaches the vCPU, an IPI later if the
 //!     vCPU last ran on another pCPU (QEMU kicks the vCPU thread with a signal).
+//!   - `global_mutex` (default on): QEMU 1.0's vCPU thread takes the global mutex
+//!     (`qemu_mutex_lock_iothread`) after every return from `KVM_RUN`, so it injects an
+//!     interrupt raised by the I/O thread only once it has the mutex. The I/O thread
+//!     holds it while it works (the transaction, the synchronous flush) and releases it
+//!     only around `select()` in `main_loop_wait`, taking it again as soon as
+//!     `select()` returns, at once when a bottom half (the next transaction) is pending.
+//!     glibc's mutex does not hand over on unlock, so a waiter on another pCPU, whose
+//!     futex wake-up needs an IPI and a switch there, finds it retaken: it gets the mutex
+//!     only when the I/O thread blocks (no timer, no held write left). A waiter on the
+//!     I/O thread's own pCPU is woken there and preempts the releaser (CFS: a woken
+//!     sleeper), so it wins every release. The rule covers the raised timers and the
+//!     completions of held writes: each waits in the thread's queue for the next release
+//!     it can win (counted as `mutex_handoffs_idle`, `_same_cpu`, `_lost`). Later QEMU
+//!     bounded this starvation (main-loop.c's 1000-iteration spin counter, after 1.0).
 //! - **DRBD** (protocol C): each disk write (`io` with `write_kib`) is also sent to the
 //!   secondary: `cpu_per_write` + `cpu_per_mib` of CPU in the DRBD thread, then the bytes
 //!   at `link_gbps`, the secondary's disk write (the same latency as the local one: the
@@ -77,10 +91,9 @@
 //!   main loop while it waits for the secondary's ack; we stop the VM for the whole sync.
 //!   Timers that expired during a sync are raised when the ack arrives (their
 //!   `timer_cpu` is not charged), so their interrupts are pending as the VM resumes.
-//! - The QEMU global mutex (the paper's "exclusive control") is not modelled as a lock:
-//!   the vCPU thread needs it on every exit to user space, and the I/O thread holds it
-//!   while it syncs and flushes. Only the IPI cost, the cache refill and the timer path
-//!   separate a vCPU and a Kemari thread on different cores.
+//! - The QEMU global mutex (the paper's "exclusive control") gates interrupt delivery
+//!   only (`global_mutex`): the vCPU thread's own exits to user space (device accesses)
+//!   do not wait for it, and the guest keeps computing while an interrupt waits.
 //! - One Kemari and one DRBD thread per VM at most; a helper serves one VM. DRBD's thread
 //!   handles one write at a time (real DRBD pipelines; under Kemari's synchronous release
 //!   only one write is in flight anyway).
@@ -99,6 +112,7 @@ pub const HELPER_KEYS: &[&str] = &[
     "timer_cpu",
     "guest_timers",
     "sync_release",
+    "global_mutex",
 ];
 
 #[derive(Clone, Debug, PartialEq)]
@@ -114,6 +128,9 @@ pub enum HelperSpec {
         timer_cpu: SimDuration,
         /// The thread waits for each released write to complete before it goes on.
         sync_release: bool,
+        /// A raised interrupt reaches the vCPU only when the vCPU thread gets QEMU's
+        /// global mutex from the thread (see the module notes).
+        global_mutex: bool,
     },
     Drbd {
         cpu_per_write: SimDuration,
@@ -168,6 +185,16 @@ impl HelperSpec {
             }
         )
     }
+    /// Kemari holding QEMU's global mutex while it works (`global_mutex`).
+    pub fn holds_global_mutex(&self) -> bool {
+        matches!(
+            self,
+            HelperSpec::Kemari {
+                global_mutex: true,
+                ..
+            }
+        )
+    }
 }
 
 pub const MIB: f64 = 1024.0 * 1024.0;
@@ -188,6 +215,7 @@ pub fn parse_helper(t: &Table, h: &Owned) -> Res<HelperSpec> {
             "timer_cpu",
             "guest_timers",
             "sync_release",
+            "global_mutex",
         ],
         other => {
             return h.err(format!(
@@ -207,6 +235,7 @@ pub fn parse_helper(t: &Table, h: &Owned) -> Res<HelperSpec> {
             guest_timers: t.opt_bool("guest_timers")?.unwrap_or(true),
             timer_cpu: dur("timer_cpu", 10)?,
             sync_release: t.opt_bool("sync_release")?.unwrap_or(true),
+            global_mutex: t.opt_bool("global_mutex")?.unwrap_or(true),
         },
         _ => HelperSpec::Drbd {
             cpu_per_write: dur("cpu_per_write", 20)?,

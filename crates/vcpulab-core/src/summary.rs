@@ -57,6 +57,13 @@ pub struct FtSummary {
     pub timer_irqs: u64,
     pub timer_irqs_queued: u64,
     pub timer_irqs_cross_cpu: u64,
+    /// `global_mutex`: releases of QEMU's global mutex by the Kemari thread with a raised
+    /// interrupt waiting for the vCPU thread to take it: taken because the thread then
+    /// blocked (idle), taken by a vCPU thread on the same pCPU, or lost by a vCPU thread
+    /// on another pCPU to the Kemari thread going straight on to its next sync.
+    pub mutex_handoffs_idle: u64,
+    pub mutex_handoffs_same_cpu: u64,
+    pub mutex_handoffs_lost: u64,
     /// Released writes the Kemari thread waited for (`sync_release`), and the time.
     pub flushes: u64,
     pub flush_wait_s: f64,

@@ -108,8 +108,16 @@ pub enum Op {
     Ipi { targets: IpiTargets },
     /// Block on a device; the completion interrupt wakes the vCPU after `latency`.
     /// `write_bytes` > 0 makes it a disk write of that size (replicated by a DRBD helper;
-    /// its buffer counts as dirty memory for Kemari).
-    Io { latency: Dist, write_bytes: u64 },
+    /// its buffer counts as dirty memory for Kemari). With `wait` false the request is
+    /// only queued and the thread goes on to its next operation, which must be an `Io`
+    /// too: a group of requests is submitted together (one device kick), the disk serves
+    /// them one after another, and the group's last request (`wait` true) blocks until
+    /// all of them have completed. Only presets build groups (IOzone's `queue_depth`).
+    Io {
+        latency: Dist,
+        write_bytes: u64,
+        wait: bool,
+    },
     /// Block on a timer.
     Sleep { duration: Dist },
     /// Take the next request from the workload's queue, blocking until one arrives.
@@ -210,7 +218,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("vips", "PARSEC vips: image pipeline with heavy synchronisation (locks, wake-ups, munmap IPIs); ops/s"),
     ("timer-rt", "an RT-priority thread woken by a periodic timer; latency = timer expiry to the thread running"),
     ("dhrystone", "Dhrystone 2.1: CPU load, loops/s"),
-    ("iozone", "IOzone write (page cache; each flush written back at once, or in request_kib requests) or read (record by record from disk) test; flushes/s, KB/s with record_kib"),
+    ("iozone", "IOzone write (page cache; each flush written back at once, or in request_kib requests, queue_depth at a time) or read (record by record from disk) test; flushes/s, KB/s with record_kib"),
     ("ping", "ping: ICMP echo requests from outside at a fixed interval, answered by the guest kernel; latency = round trip inside the host"),
     ("netperf", "netperf TCP_STREAM receiver: a window of outstanding segments from outside; bandwidth from completed bytes"),
     ("webbench", "webbench: concurrent HTTP clients from outside, each waiting for its response; pages/s and bandwidth"),
@@ -318,6 +326,7 @@ fn benchmark_ops(kind: &str, work: f64, lock: LockKind) -> Option<(Vec<Op>, &'st
                 Op::Io {
                     latency: Dist::Exp { mean: 100e3 },
                     write_bytes: 0,
+                    wait: true,
                 },
             ],
             "ops/s",
@@ -514,7 +523,7 @@ fn parse_op(
         "io" => {
             allowed = &["op", "latency", "write_kib"];
             let write_bytes = t.opt_u64("write_kib", 0, 1 << 30)?.unwrap_or(0) * 1024;
-            Op::Io { latency: parse_dist(&t.req("latency")?)?, write_bytes }
+            Op::Io { latency: parse_dist(&t.req("latency")?)?, write_bytes, wait: true }
         }
         "sleep" => {
             allowed = &["op", "duration"];
@@ -977,6 +986,11 @@ pub fn parse_workload(
             // guest with 2.6.32's 512 KiB max_sectors_kb splits it so). Under Kemari
             // each request is its own I/O event, so the split matters there.
             let request_kib = t.opt_u64("request_kib", 4, 1 << 30)?;
+            // How many of those requests the guest submits together (one queue run, one
+            // virtio kick) before it waits for them: 1 (default) sends them one after
+            // another. Linux 2.6.32 holds a plugged queue's requests until
+            // `unplug_thresh` (4) are pending, then runs them all at once.
+            let queue_depth = t.opt_u64("queue_depth", 1, 1024)?;
             let read = match t.opt_str("test")? {
                 None | Some("write") => false,
                 Some("read") => true,
@@ -1003,12 +1017,17 @@ pub fn parse_workload(
                 "disk_mb_per_s",
                 "record_kib",
                 "request_kib",
+                "queue_depth",
                 "test",
                 "unit",
             ];
             if read && request_kib.is_some() {
                 return t.err("request_kib", "applies to the write test only");
             }
+            if read && queue_depth.is_some() {
+                return t.err("queue_depth", "applies to the write test only");
+            }
+            let queue_depth = queue_depth.unwrap_or(1) as usize;
             // The disk writes of one flush of `kib`.
             let writeback = |kib: u64| -> Vec<Op> {
                 let req = request_kib.unwrap_or(kib).min(kib);
@@ -1019,8 +1038,16 @@ pub fn parse_workload(
                     ops.push(Op::Io {
                         latency: disk_ns(n),
                         write_bytes: n * 1024,
+                        wait: true,
                     });
                     left -= n;
+                }
+                // Groups of `queue_depth` go out together; the last of each group waits.
+                let count = ops.len();
+                for (i, op) in ops.iter_mut().enumerate() {
+                    if let Op::Io { wait, .. } = op {
+                        *wait = (i + 1) % queue_depth == 0 || i + 1 == count;
+                    }
                 }
                 ops
             };
@@ -1039,6 +1066,7 @@ pub fn parse_workload(
                             Op::Io {
                                 latency: disk_ns(rec),
                                 write_bytes: 0,
+                                wait: true,
                             },
                             copy(rec),
                         ],

@@ -108,6 +108,7 @@ enum RtOp {
     Io {
         latency: Dist,
         write_bytes: u64,
+        wait: bool,
     },
     Sleep {
         duration: Dist,
@@ -139,6 +140,14 @@ enum RtOp {
         first_busy_ns: f64,
         spinners: u32,
     },
+}
+
+/// An interrupt the Kemari thread has for a vCPU that must take QEMU's global mutex to
+/// inject it (`global_mutex`): a guest timer, or the completion of a write it held.
+#[derive(Clone, Copy)]
+enum MutexIrq {
+    Timer(Packet),
+    WriteDone(ThreadId),
 }
 
 /// A request from outside (see `Sim::arrival`): queued at its server workload, and on the
@@ -197,6 +206,13 @@ struct Thread {
     packet: Option<Packet>,
     last_loop_at: SimTime,
     zero_time_loops: u32,
+    /// Disk requests submitted and not yet completed (a group of `Io` ops with `wait`
+    /// false ends with one that waits for all), and when the last of them leaves the
+    /// disk, which serves a group's requests one after another.
+    io_pending: u32,
+    io_tail: SimTime,
+    /// Its pending writes went through its VM's Kemari event-tap.
+    kemari_io: bool,
     /// lookbusy's controller state (`RtOp::LookbusySpin`), from its first cycle on.
     lookbusy: Option<LookbusyState>,
 }
@@ -220,6 +236,9 @@ impl Thread {
             packet: None,
             last_loop_at: SimTime(u64::MAX),
             zero_time_loops: 0,
+            io_pending: 0,
+            io_tail: SimTime::ZERO,
+            kemari_io: false,
             lookbusy: None,
         }
     }
@@ -328,9 +347,11 @@ fn rt_ops(op: &Op, base_ghz: f64) -> Vec<RtOp> {
         Op::Io {
             latency,
             write_bytes,
+            wait,
         } => RtOp::Io {
             latency: latency.clone(),
             write_bytes: *write_bytes,
+            wait: *wait,
         },
         Op::Sleep { duration } => RtOp::Sleep {
             duration: duration.clone(),
@@ -397,6 +418,9 @@ struct HelperRt {
     timers: VecDeque<Packet>,
     cur_timer: Option<Packet>,
     irqs_in_flight: VecDeque<Packet>,
+    /// Kemari with `global_mutex`: raised interrupts whose vCPU thread has not yet got
+    /// QEMU's global mutex from this thread.
+    irqs_awaiting_mutex: VecDeque<MutexIrq>,
     /// Kemari with `sync_release`: a released write has not completed yet; the thread
     /// is blocked in HelperFlush waiting for it.
     flushing: bool,
@@ -413,6 +437,13 @@ struct HelperCounters {
     timer_irqs: u64,
     timer_irqs_queued: u64,
     timer_irqs_cross_cpu: u64,
+    /// `global_mutex`: releases of the mutex with a raised interrupt waiting for it, by
+    /// outcome: the thread blocked (nothing left to do) and the vCPU thread took it; the
+    /// vCPU thread shares the pCPU and took it; the vCPU thread is on another pCPU and
+    /// lost it to this thread going straight on to more work.
+    mutex_handoffs_idle: u64,
+    mutex_handoffs_same_cpu: u64,
+    mutex_handoffs_lost: u64,
     /// Released writes waited for, and the time spent waiting.
     flushes: u64,
     flush_ns: u64,
@@ -840,6 +871,7 @@ impl<S: Scheduler> Sim<S> {
                         timers: VecDeque::new(),
                         cur_timer: None,
                         irqs_in_flight: VecDeque::new(),
+                        irqs_awaiting_mutex: VecDeque::new(),
                         flushing: false,
                         flush_blocked: false,
                         flush_since: SimTime::ZERO,
@@ -1115,7 +1147,9 @@ impl<S: Scheduler> Sim<S> {
                 }
                 EventKind::ThreadWake { thread } => {
                     self.st.h.ev_thread_wake += 1;
-                    self.wake_thread(thread);
+                    if !self.ft_write_done_awaits_mutex(thread) {
+                        self.wake_thread(thread);
+                    }
                 }
                 EventKind::Helper { helper, what } => {
                     self.st.h.ev_helper += 1;
@@ -1980,32 +2014,33 @@ impl<S: Scheduler> Sim<S> {
                 RtOp::Io {
                     latency,
                     write_bytes,
+                    wait,
                 } => {
                     let x = latency.sample(&mut th.rng).round() as u64;
-                    let write_bytes = *write_bytes;
-                    th.state = ThState::Blocked;
+                    let (write_bytes, wait) = (*write_bytes, *wait);
                     th.pc += 1;
+                    th.io_pending += 1;
+                    // The disk takes a group's requests in turn.
+                    let done = now.max(th.io_tail) + SimDuration(x);
+                    th.io_tail = done;
+                    if wait {
+                        th.state = ThState::Blocked;
+                    }
                     let guest = th.task < self.st.n_vcpu_tasks;
                     let vm = self.st.workloads[w].vm as usize;
                     // kemari-next's event-tap holds writes (and flushes), not reads.
                     if guest && write_bytes > 0 && self.st.vm_kemari[vm] != NONE {
+                        th.kemari_io = true;
                         self.ft_start_sync(vm, id, x, write_bytes);
                     } else if guest && write_bytes > 0 && self.st.vm_drbd[vm] != NONE {
                         let from_cpu =
                             self.st.tasks[self.st.threads[id as usize].task as usize].last_cpu;
-                        self.ft_replicate(
-                            vm,
-                            id,
-                            now + SimDuration(x),
-                            x,
-                            write_bytes,
-                            from_cpu,
-                            NONE,
-                        );
+                        self.ft_replicate(vm, id, done, x, write_bytes, from_cpu, NONE);
                     } else {
-                        self.st
-                            .q
-                            .push(now + SimDuration(x), EventKind::ThreadWake { thread: id });
+                        self.st.q.push(done, EventKind::ThreadWake { thread: id });
+                    }
+                    if !wait {
+                        continue; // the group's next request goes out with this one
                     }
                     return false;
                 }
@@ -2021,6 +2056,8 @@ impl<S: Scheduler> Sim<S> {
                 }
                 RtOp::HelperWait => {
                     let h = self.st.workloads[w].helper as usize;
+                    self.ft_release_mutex(h);
+                    let th = &mut self.st.threads[id as usize];
                     let helper = &mut self.st.helpers[h];
                     // QEMU's main loop runs expired timers before bottom halves (the
                     // event-tap's sync), so a pending timer goes first.
@@ -2074,13 +2111,13 @@ impl<S: Scheduler> Sim<S> {
                     th.pc += 1;
                     let h = self.st.workloads[w].helper as usize;
                     if let Some(p) = self.st.helpers[h].cur_timer.take() {
-                        self.ft_raise_timer(h, p);
+                        self.ft_interrupt_raised(h, p);
                     } else {
                         // kemari-next waits for the secondary's ack in QEMU's main loop,
                         // which runs the timers that expired meanwhile: their interrupts
                         // are pending as the VM resumes.
                         while let Some(p) = self.st.helpers[h].timers.pop_front() {
-                            self.ft_raise_timer(h, p);
+                            self.ft_interrupt_raised(h, p);
                         }
                         self.ft_job_done(h);
                     }
@@ -2472,9 +2509,19 @@ impl<S: Scheduler> Sim<S> {
         ctx!(self).resched(cpu);
     }
 
-    /// A blocked thread (guest or host) goes on: it is Ready and queued on its task.
+    /// A blocked thread (guest or host) goes on: it is Ready and queued on its task. A
+    /// disk request's completion counts down the thread's group of requests, and only
+    /// the group's last completion wakes it.
     fn wake_thread(&mut self, id: ThreadId) {
-        self.st.threads[id as usize].state = ThState::Ready;
+        let th = &mut self.st.threads[id as usize];
+        if th.io_pending > 0 {
+            th.io_pending -= 1;
+            if th.io_pending > 0 {
+                return;
+            }
+        }
+        th.kemari_io = false;
+        th.state = ThState::Ready;
         self.make_thread_ready(id);
     }
 
@@ -2973,8 +3020,82 @@ impl<S: Scheduler> Sim<S> {
         }
     }
 
-    /// The Kemari thread has run the expired timer: the interrupt goes to the vCPU,
-    /// after an IPI (the vCPU thread's kick) if the vCPU last ran on another pCPU.
+    /// The Kemari thread has raised a timer interrupt. With `global_mutex` the vCPU
+    /// thread must take QEMU's global mutex to inject it, which it can only when this
+    /// thread releases the mutex (`ft_release_mutex`); without, it goes to the vCPU now.
+    fn ft_interrupt_raised(&mut self, h: usize, p: Packet) {
+        if self.st.helpers[h].spec.holds_global_mutex() {
+            self.st.helpers[h]
+                .irqs_awaiting_mutex
+                .push_back(MutexIrq::Timer(p));
+        } else {
+            self.ft_raise_timer(h, p);
+        }
+    }
+
+    /// A write held by a Kemari event-tap has completed for guest thread `th`: with
+    /// `global_mutex`, while the Kemari thread holds the mutex (anything but waiting for
+    /// work) the completion interrupt waits for it like a timer interrupt. True if it
+    /// waits.
+    fn ft_write_done_awaits_mutex(&mut self, th: ThreadId) -> bool {
+        let thread = &self.st.threads[th as usize];
+        if !thread.kemari_io || thread.task >= self.st.n_vcpu_tasks {
+            return false;
+        }
+        let vm = self.st.tasks[thread.task as usize].vm as usize;
+        let h = self.st.vm_kemari[vm] as usize;
+        let helper = &mut self.st.helpers[h];
+        if !helper.spec.holds_global_mutex() || helper.waiting {
+            return false;
+        }
+        helper
+            .irqs_awaiting_mutex
+            .push_back(MutexIrq::WriteDone(th));
+        true
+    }
+
+    /// The Kemari thread is back in QEMU's main loop, which releases the global mutex
+    /// only around select() and takes it again when select() returns. A vCPU thread
+    /// waiting for the mutex on the thread's own pCPU gets it: the futex wake-up makes it
+    /// runnable there and it preempts the releaser (a woken sleeper), so it runs before
+    /// the relock. A vCPU thread on another pCPU gets it only if the thread now blocks
+    /// in select() (no timer and no sync left to do); with work left, select() returns
+    /// at once and the thread retakes the mutex within a microsecond, before the
+    /// waiter's wake-up on its pCPU lands, and the interrupt waits for the next release.
+    fn ft_release_mutex(&mut self, h: usize) {
+        let helper = &self.st.helpers[h];
+        let Some(&first) = helper.irqs_awaiting_mutex.front() else {
+            return;
+        };
+        let idle = helper.timers.is_empty() && helper.jobs.is_empty();
+        let here = self.st.tasks[helper.task as usize].last_cpu;
+        // The VM has one vCPU thread that waits (seed 003's guest; with more, the first
+        // interrupt's vCPU decides).
+        let target = match first {
+            MutexIrq::Timer(p) => self.st.workloads[p.workload as usize].timer_task,
+            MutexIrq::WriteDone(th) => self.st.threads[th as usize].task,
+        };
+        let same_cpu = self.st.tasks[target as usize].last_cpu == here;
+        if idle || same_cpu {
+            let c = &mut self.st.helpers[h].c;
+            if idle {
+                c.mutex_handoffs_idle += 1;
+            } else {
+                c.mutex_handoffs_same_cpu += 1;
+            }
+            while let Some(irq) = self.st.helpers[h].irqs_awaiting_mutex.pop_front() {
+                match irq {
+                    MutexIrq::Timer(p) => self.ft_raise_timer(h, p),
+                    MutexIrq::WriteDone(th) => self.wake_thread(th),
+                }
+            }
+        } else {
+            self.st.helpers[h].c.mutex_handoffs_lost += 1;
+        }
+    }
+
+    /// The interrupt goes to the vCPU, after an IPI (the vCPU thread's kick) if the vCPU
+    /// last ran on another pCPU.
     fn ft_raise_timer(&mut self, h: usize, p: Packet) {
         let helper = &mut self.st.helpers[h];
         helper.c.timer_irqs += 1;
@@ -3232,6 +3353,9 @@ impl<S: Scheduler> Sim<S> {
                         timer_irqs: k.c.timer_irqs,
                         timer_irqs_queued: k.c.timer_irqs_queued,
                         timer_irqs_cross_cpu: k.c.timer_irqs_cross_cpu,
+                        mutex_handoffs_idle: k.c.mutex_handoffs_idle,
+                        mutex_handoffs_same_cpu: k.c.mutex_handoffs_same_cpu,
+                        mutex_handoffs_lost: k.c.mutex_handoffs_lost,
                         flushes: k.c.flushes,
                         flush_wait_s: s(k.c.flush_ns),
                         syncs: self.st.vm_syncs[vi],
