@@ -1147,7 +1147,9 @@ impl<S: Scheduler> Sim<S> {
                 }
                 EventKind::ThreadWake { thread } => {
                     self.st.h.ev_thread_wake += 1;
-                    if !self.ft_write_done_awaits_mutex(thread) {
+                    if !self.st.threads[thread as usize].kemari_io
+                        || !self.ft_write_done_awaits_mutex(thread)
+                    {
                         self.wake_thread(thread);
                     }
                 }
@@ -3037,6 +3039,7 @@ impl<S: Scheduler> Sim<S> {
     /// `global_mutex`, while the Kemari thread holds the mutex (anything but waiting for
     /// work) the completion interrupt waits for it like a timer interrupt. True if it
     /// waits.
+    #[inline(never)]
     fn ft_write_done_awaits_mutex(&mut self, th: ThreadId) -> bool {
         let thread = &self.st.threads[th as usize];
         if !thread.kemari_io || thread.task >= self.st.n_vcpu_tasks {
