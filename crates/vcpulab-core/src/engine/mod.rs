@@ -195,26 +195,32 @@ enum ThState {
     Blocked,
 }
 
+/// Laid out by hand (`repr(C)`, one 64-byte line of what every step and wake-up touches,
+/// then the request, lookbusy and loop-guard state), like `Task`.
+#[repr(C, align(64))]
 struct Thread {
-    task: TaskId,
-    workload: u32,
-    index_in_workload: u32,
-    pc: u32,
+    // Line 0.
     state: ThState,
     rng: Rng,
-    /// The request being served (guest threads) or the packet being forwarded (backends).
-    packet: Option<Packet>,
-    last_loop_at: SimTime,
-    zero_time_loops: u32,
-    /// Disk requests submitted and not yet completed (a group of `Io` ops with `wait`
-    /// false ends with one that waits for all), and when the last of them leaves the
-    /// disk, which serves a group's requests one after another.
-    io_pending: u32,
+    /// When the last disk request of the thread's group leaves the disk, which serves a
+    /// group's requests one after another.
     io_tail: SimTime,
+    task: TaskId,
+    workload: u32,
+    pc: u32,
+    /// Disk requests submitted and not yet completed (a group of `Io` ops with `wait`
+    /// false ends with one that waits for all).
+    io_pending: u32,
     /// Its pending writes went through its VM's Kemari event-tap.
     kemari_io: bool,
+    // Line 1.
+    /// The request being served (guest threads) or the packet being forwarded (backends).
+    packet: Option<Packet>,
     /// lookbusy's controller state (`RtOp::LookbusySpin`), from its first cycle on.
     lookbusy: Option<LookbusyState>,
+    last_loop_at: SimTime,
+    zero_time_loops: u32,
+    index_in_workload: u32,
 }
 
 impl Thread {
