@@ -10,18 +10,17 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
+
 from . import _native
 from ._native import NotFoundError, ScenarioError
 
-# typing costs ~3 ms to import and every name below is used in annotations only
-# (postponed by `from __future__ import annotations`), so the CLI's start skips it.
-TYPE_CHECKING = False
+# The public API keeps its annotations resolvable at run time (typing.get_type_hints,
+# Sphinx, typeguard), so this module imports typing although the CLI's start pays ~3 ms.
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any, Callable, Optional, Union
-
     import pandas as pd
 
-    ScenarioLike = Union[str, "os.PathLike[str]", Mapping[str, Any]]
+ScenarioLike = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 
 DICT_ORIGIN = "<dict>"
 

@@ -11,18 +11,12 @@ from __future__ import annotations
 import json
 import re
 
+from typing import Any, Optional, Union
+
 from . import _native
-from .api import Result, _scenario_text
+from .api import Result, ScenarioLike, _scenario_text
 
-# typing costs ~3 ms to import and every name below is used in annotations only
-# (postponed by `from __future__ import annotations`), so the CLI's start skips it.
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any, Optional, Union
-
-    from .api import ScenarioLike
-
-    TimeLike = Union[int, str, None]
+TimeLike = Union[int, str, None]
 
 _UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "min": 60_000_000_000, "h": 3_600_000_000_000}
 _DURATION = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*(ns|us|ms|s|min|h)\s*")

@@ -30,6 +30,20 @@ def test_exports():
     assert issubclass(vcpulab.NotFoundError, LookupError)
 
 
+def test_public_annotations_resolve_at_run_time():
+    """typing.get_type_hints (Sphinx, typeguard) must resolve every public function's
+    annotations: the names they use are imported at run time, not only for type checkers."""
+    import typing
+
+    import pandas as pd  # frames are pandas objects; pandas itself is imported lazily
+
+    for name in vcpulab.__all__:
+        obj = getattr(vcpulab, name)
+        if callable(obj) and not isinstance(obj, type):
+            typing.get_type_hints(obj, localns={"pd": pd})
+    assert vcpulab.api.ScenarioLike is not None and vcpulab.tracing.TimeLike is not None
+
+
 def test_run_path_and_frames(program_toml: Path):
     res = vcpulab.run(program_toml)
     assert isinstance(res, vcpulab.Result)
