@@ -20,7 +20,7 @@ from ._native import NotFoundError, ScenarioError
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-ScenarioLike = Union[str, "os.PathLike[str]", Mapping[str, Any]]
+ScenarioLike = Union[str, os.PathLike[str], Mapping[str, Any]]
 
 DICT_ORIGIN = "<dict>"
 
