@@ -2078,6 +2078,7 @@ impl<S: Scheduler> Sim<S> {
                         Some(job) => {
                             helper.cur = Some(job);
                             th.pc += 1;
+                            self.ft_begin_job(h);
                         }
                         None => {
                             helper.waiting = true;
@@ -2770,29 +2771,15 @@ impl<S: Scheduler> Sim<S> {
         if self.st.workloads[wl].dirty_bytes_per_ns == 0.0 {
             self.st.vm_dirty[vm] += write_bytes as f64;
         }
-        let bytes = std::mem::take(&mut self.st.vm_dirty[vm]);
         self.st.vm_syncs[vm] += 1;
-        if !self.st.vm_paused[vm] {
-            self.st.vm_paused[vm] = true;
-            self.st.vm_paused_since[vm] = now;
-        }
-        // The VM's other executing vCPUs stop now; the issuing one halts in run_guest, and
-        // one in its switch overhead halts when it would enter the guest.
+        // The issuing vCPU left the guest for the write (it halts in run_guest); the VM
+        // stops now.
         let from = self.st.threads[thread as usize].task;
-        let base = self.st.vm_task_base[vm];
-        for v in base..base + self.st.vm_vcpus[vm] {
-            if v != from
-                && matches!(self.view.state[v as usize], RunState::Running(_))
-                && self.st.tasks[v as usize].executing
-            {
-                self.settle(v);
-                self.halt(v);
-            }
-        }
+        self.ft_stop_vm(vm, from);
         let job = Job {
             guest_thread: thread,
             enqueued: now,
-            bytes,
+            bytes: 0.0, // the memory dirtied up to the transaction's start (ft_begin_job)
             io_ns,
             write_bytes,
             local_done: now,
@@ -2801,6 +2788,45 @@ impl<S: Scheduler> Sim<S> {
         let from_cpu = self.st.tasks[from as usize].last_cpu;
         let h = self.st.vm_kemari[vm] as usize;
         self.ft_submit(h, job, from_cpu);
+    }
+
+    /// Stops VM `vm` for a Kemari transaction: its executing vCPUs other than `except`
+    /// halt now; one in its switch overhead halts when it would enter the guest.
+    fn ft_stop_vm(&mut self, vm: usize, except: TaskId) {
+        if self.st.vm_paused[vm] {
+            return;
+        }
+        self.st.vm_paused[vm] = true;
+        self.st.vm_paused_since[vm] = self.st.now;
+        let base = self.st.vm_task_base[vm];
+        for v in base..base + self.st.vm_vcpus[vm] {
+            if v != except
+                && matches!(self.view.state[v as usize], RunState::Running(_))
+                && self.st.tasks[v as usize].executing
+            {
+                self.settle(v);
+                self.halt(v);
+            }
+        }
+    }
+
+    /// A helper takes its next job. For Kemari that starts a transaction: each one stops
+    /// the VM (kemari-next's `vm_stop` per transaction; a queued write's transaction
+    /// starts after the previous one resumed the VM and flushed), and carries the memory
+    /// dirtied up to now.
+    fn ft_begin_job(&mut self, h: usize) {
+        if !matches!(
+            self.st.helpers[h].spec,
+            crate::ft::HelperSpec::Kemari { .. }
+        ) {
+            return;
+        }
+        let vm = self.st.helpers[h].vm as usize;
+        self.ft_stop_vm(vm, NONE);
+        let bytes = std::mem::take(&mut self.st.vm_dirty[vm]);
+        if let Some(job) = self.st.helpers[h].cur.as_mut() {
+            job.bytes = bytes;
+        }
     }
 
     /// A guest disk write goes to the VM's DRBD helper; it completes at the later of the
@@ -3054,7 +3080,10 @@ impl<S: Scheduler> Sim<S> {
         let vm = self.st.tasks[thread.task as usize].vm as usize;
         let h = self.st.vm_kemari[vm] as usize;
         let helper = &mut self.st.helpers[h];
-        if !helper.spec.holds_global_mutex() || helper.waiting {
+        // It holds the mutex while it has a transaction or a timer in hand, or waits for a
+        // released write; woken but not yet back in its main loop, it does not.
+        let busy = helper.cur.is_some() || helper.cur_timer.is_some() || helper.flushing;
+        if !helper.spec.holds_global_mutex() || !busy {
             return false;
         }
         helper
