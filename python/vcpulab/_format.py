@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-# typing costs ~3 ms to import and every name below is used in annotations only
-# (postponed by `from __future__ import annotations`), so the CLI's start skips it.
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any, Optional
+from typing import Any, Optional
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool] = ()) -> str:

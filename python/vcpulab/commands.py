@@ -9,11 +9,7 @@ import argparse
 import json
 import os
 import sys
-# typing costs ~3 ms to import and every name below is used in annotations only
-# (postponed by `from __future__ import annotations`), so the CLI's start skips it.
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any, Callable
+from typing import Any, Callable
 
 from ._native import ScenarioError
 

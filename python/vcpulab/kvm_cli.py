@@ -5,11 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-# typing costs ~3 ms to import and every name below is used in annotations only
-# (postponed by `from __future__ import annotations`), so the CLI's start skips it.
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any
+from typing import Any
 
 KVM_EPILOG = """\
 examples:
