@@ -270,7 +270,7 @@ COMMANDS = ("run", "validate", "schedulers", "workloads", "reproduce",
 def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
     """The ``vcpulab`` parser. With ``only``, the subparser of that command alone: argparse
     spends ~10 ms building all eleven (it looks up translations and the terminal width
-    for every argument), a third of ``vcpulab run``'s start."""
+    for every argument), about a quarter of what ``vcpulab run`` took to start."""
     raw = argparse.RawDescriptionHelpFormatter
 
     def wanted(name: str) -> bool:

@@ -1153,9 +1153,7 @@ impl<S: Scheduler> Sim<S> {
                 }
                 EventKind::ThreadWake { thread } => {
                     self.st.h.ev_thread_wake += 1;
-                    if !self.st.threads[thread as usize].kemari_io
-                        || !self.ft_write_done_awaits_mutex(thread)
-                    {
+                    if !self.ft_write_done_awaits_mutex(thread) {
                         self.wake_thread(thread);
                     }
                 }
@@ -3067,11 +3065,11 @@ impl<S: Scheduler> Sim<S> {
         }
     }
 
-    /// A write held by a Kemari event-tap has completed for guest thread `th`: with
-    /// `global_mutex`, while the Kemari thread holds the mutex (anything but waiting for
-    /// work) the completion interrupt waits for it like a timer interrupt. True if it
-    /// waits.
-    #[inline(never)]
+    /// A wake-up of guest thread `th`: if it completes a write held by a Kemari
+    /// event-tap and, with `global_mutex`, the Kemari thread holds the mutex (a
+    /// transaction or timer in hand, or a flush under way), the completion interrupt
+    /// waits for a release like a timer interrupt. True if it waits.
+    #[inline]
     fn ft_write_done_awaits_mutex(&mut self, th: ThreadId) -> bool {
         let thread = &self.st.threads[th as usize];
         if !thread.kemari_io || thread.task >= self.st.n_vcpu_tasks {
