@@ -106,6 +106,53 @@ fn a_scheduler_that_double_books_a_vcpu_is_caught() {
     assert_eq!(err.seed, 1);
 }
 
+/// The engine refuses a pick outside the task's affinity on its own (no invariant
+/// checks), also now that tasks allowed everywhere skip the membership test: a
+/// scheduler that puts a vCPU pinned to pCPU 0 on pCPU 1 is caught; the same scheduler
+/// with the vCPU allowed everywhere is not.
+#[test]
+fn a_scheduler_that_breaks_a_pin_is_caught() {
+    struct PinBreaker;
+    impl Scheduler for PinBreaker {
+        fn init(&mut self, _: &mut SchedCtx) {}
+        fn wake(&mut self, ctx: &mut SchedCtx, _t: TaskId) {
+            ctx.resched(1);
+        }
+        fn block(&mut self, _: &mut SchedCtx, _: CpuId, _: TaskId) {}
+        fn pick_next(
+            &mut self,
+            ctx: &mut SchedCtx,
+            cpu: CpuId,
+            prev: Option<TaskId>,
+        ) -> Option<TaskId> {
+            (cpu == 1 && prev.is_none() && ctx.view.cpu_curr[1].is_none()).then_some(0)
+        }
+        fn timer(&mut self, _: &mut SchedCtx, _: CpuId) {}
+        fn counters(&self) -> Vec<(&'static str, u64)> {
+            vec![]
+        }
+    }
+    let text = |affinity: &str| {
+        format!(
+            "duration = \"10ms\"\n[host]\ncores_per_socket = 2\n[scheduler]\nname = \"rr\"\n\
+             [[vm]]\nname = \"a\"\nvcpus = 1\n{affinity}\n[[vm.workload]]\nkind = \"program\"\n\
+             ops = [{{ op = \"compute\", duration = \"1ms\" }}]"
+        )
+    };
+    let sc = scenario(&text("affinity = \"0\""));
+    let err = Sim::new(&sc, PinBreaker, 1, RunOptions::default())
+        .run(&sc)
+        .unwrap_err();
+    assert!(
+        err.message.contains("scheduler bug") && err.message.contains("affinity 0"),
+        "{err}"
+    );
+    let sc = scenario(&text(""));
+    Sim::new(&sc, PinBreaker, 1, RunOptions::default())
+        .run(&sc)
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
 /// Every runnable entity eventually runs: under every fair scheduler the checker's
 /// starvation bound holds on an overcommitted host (12 hogs and spinners on 8 pCPUs, the
 /// `mixed` scenario above runs with it too).
