@@ -24,9 +24,12 @@
 //!   - Transfer: the dirty bytes at `link_gbps`, then `ack_rtt` for the secondary's
 //!     acknowledgement; the thread sleeps meanwhile (no CPU).
 //!
-//!   Then the VM resumes (its vCPUs wake) and the held I/O is released. Writes issued
-//!   together queue as one transaction each: the next starts when the thread is done with
-//!   the previous one, stops the VM again and carries the memory dirtied up to its start.
+//!   Then the VM resumes (its vCPUs wake) and the held I/O is released. Writes queue as
+//!   one transaction each (kemari-next's `migrate_ft_trans_put_ready` loops over
+//!   `event_tap_flush_one` until the event list is empty): the next starts when the
+//!   thread is done with the previous one, stops the VM again and carries the memory
+//!   dirtied up to its start. A write issued while the thread is busy waits in the queue
+//!   and the VM runs on until its transaction starts.
 //!   - `sync_release` (default on): the thread waits until the released write has
 //!     completed before it does anything else. kemari-next's `event_tap_blk_flush`
 //!     submits the held write and then calls `qemu_aio_flush()` and `bdrv_flush()` in the

@@ -108,15 +108,17 @@ pub enum Op {
     Ipi { targets: IpiTargets },
     /// Block on a device; the completion interrupt wakes the vCPU after `latency`.
     /// `write_bytes` > 0 makes it a disk write of that size (replicated by a DRBD helper;
-    /// its buffer counts as dirty memory for Kemari). With `wait` false the request is
-    /// only queued and the thread goes on to its next operation, which must be an `Io`
-    /// too: a group of requests is submitted together (one device kick), the disk serves
-    /// them one after another, and the group's last request (`wait` true) blocks until
-    /// all of them have completed. Only presets build groups (IOzone's `queue_depth`).
+    /// its buffer counts as dirty memory for Kemari). `window` is how many of the thread's
+    /// requests may be outstanding: after submitting this one the thread goes on to its
+    /// next operation while fewer than `window` are, and otherwise blocks until a
+    /// completion brings them below it. 1 (every `io` op of a scenario) waits for this
+    /// request; a larger window keeps requests in flight (the disk serves them one after
+    /// another), and a run of such requests ends with one of window 1, which waits for
+    /// all of them. Only presets build windows (IOzone's `queue_depth`).
     Io {
         latency: Dist,
         write_bytes: u64,
-        wait: bool,
+        window: u32,
     },
     /// Block on a timer.
     Sleep { duration: Dist },
@@ -326,7 +328,7 @@ fn benchmark_ops(kind: &str, work: f64, lock: LockKind) -> Option<(Vec<Op>, &'st
                 Op::Io {
                     latency: Dist::Exp { mean: 100e3 },
                     write_bytes: 0,
-                    wait: true,
+                    window: 1,
                 },
             ],
             "ops/s",
@@ -523,7 +525,7 @@ fn parse_op(
         "io" => {
             allowed = &["op", "latency", "write_kib"];
             let write_bytes = t.opt_u64("write_kib", 0, 1 << 30)?.unwrap_or(0) * 1024;
-            Op::Io { latency: parse_dist(&t.req("latency")?)?, write_bytes, wait: true }
+            Op::Io { latency: parse_dist(&t.req("latency")?)?, write_bytes, window: 1 }
         }
         "sleep" => {
             allowed = &["op", "duration"];
@@ -986,10 +988,11 @@ pub fn parse_workload(
             // guest with 2.6.32's 512 KiB max_sectors_kb splits it so). Under Kemari
             // each request is its own I/O event, so the split matters there.
             let request_kib = t.opt_u64("request_kib", 4, 1 << 30)?;
-            // How many of those requests the guest submits together (one queue run, one
-            // virtio kick) before it waits for them: 1 (default) sends them one after
-            // another. Linux 2.6.32 holds a plugged queue's requests until
-            // `unplug_thresh` (4) are pending, then runs them all at once.
+            // How many of those requests the guest keeps in flight: it submits the next
+            // while fewer are outstanding and waits for a completion otherwise; the last
+            // request of a flush waits for all. 1 (default) sends them one after another.
+            // Writeback never waits for its own requests: Linux 2.6.32 bounds them only
+            // by the request queue's `nr_requests` (128; see the software-ft experiment).
             let queue_depth = t.opt_u64("queue_depth", 1, 1024)?;
             let read = match t.opt_str("test")? {
                 None | Some("write") => false,
@@ -1027,7 +1030,7 @@ pub fn parse_workload(
             if read && queue_depth.is_some() {
                 return t.err("queue_depth", "applies to the write test only");
             }
-            let queue_depth = queue_depth.unwrap_or(1) as usize;
+            let queue_depth = queue_depth.unwrap_or(1) as u32;
             // The disk writes of one flush of `kib`.
             let writeback = |kib: u64| -> Vec<Op> {
                 let req = request_kib.unwrap_or(kib).min(kib);
@@ -1038,16 +1041,10 @@ pub fn parse_workload(
                     ops.push(Op::Io {
                         latency: disk_ns(n),
                         write_bytes: n * 1024,
-                        wait: true,
+                        // The flush's last request waits for all of them.
+                        window: if left == n { 1 } else { queue_depth },
                     });
                     left -= n;
-                }
-                // Groups of `queue_depth` go out together; the last of each group waits.
-                let count = ops.len();
-                for (i, op) in ops.iter_mut().enumerate() {
-                    if let Op::Io { wait, .. } = op {
-                        *wait = (i + 1) % queue_depth == 0 || i + 1 == count;
-                    }
                 }
                 ops
             };
@@ -1066,7 +1063,7 @@ pub fn parse_workload(
                             Op::Io {
                                 latency: disk_ns(rec),
                                 write_bytes: 0,
-                                wait: true,
+                                window: 1,
                             },
                             copy(rec),
                         ],

@@ -256,16 +256,18 @@ fn software_ft_reproduction_rows_and_mechanism_relations() {
             "{p}/none: {none}"
         );
     }
-    // vCPU and Kemari on one CPU is the best placement under I/O load (the paper's p4).
-    // Apart (p1, p2, p5), the vCPU thread loses QEMU's global mutex to the Kemari
-    // thread for a whole group of four writes (four syncs and flushes of over 5 ms);
-    // p1 and p2 also pay the other socket's cache refill.
+    // vCPU and Kemari on one CPU is the best placement under I/O load (the paper's p4):
+    // the vCPU thread wins QEMU's global mutex at every release, so a timer waits for
+    // one sync or flush. Apart (p1, p2, p5), it loses the mutex at every release while
+    // the Kemari thread has writes queued, and the guest's writeback keeps up to 128 in
+    // flight: a timer waits for the rest of the writeback, a hundred syncs and flushes.
+    // The paper has p1 at 6.1x p4; the issue asks for at least 3x.
     let p4 = get("p4/io-evalvm");
     assert_eq!(p4, get("p3/io-evalvm"));
     for p in ["p1", "p2", "p5"] {
-        assert!(get(&format!("{p}/io-evalvm")) > p4 + 15.0, "{p}");
+        let apart = get(&format!("{p}/io-evalvm"));
+        assert!(apart >= 3.0 * p4, "{p}: {apart} ms, p4 {p4} ms");
     }
-    assert!(get("p1/io-evalvm") > 1.4 * p4);
     // Kemari's thread raises every timer interrupt; it crosses pCPUs exactly when the
     // pattern puts the vCPU and Kemari apart.
     let cross = |case: &str| {
@@ -411,8 +413,9 @@ fn iozone_writeback_requests_are_kemari_events() {
     );
 }
 
-/// A timer-rt thread beside IOzone whose writeback goes out `queue_depth` requests at a
-/// time, the vCPU on pCPU 1 and Kemari on `kemari_cpu`, Kemari's extra keys `keys`.
+/// A timer-rt thread beside IOzone whose writeback (8 requests of 512 KiB per flush)
+/// keeps `queue_depth` requests in flight, the vCPU on pCPU 1 and Kemari on
+/// `kemari_cpu`, Kemari's extra keys `keys`.
 fn timer_beside_queued_writes(queue_depth: u32, kemari_cpu: u32, keys: &str) -> String {
     kemari_vm(
         &format!(
@@ -424,9 +427,10 @@ fn timer_beside_queued_writes(queue_depth: u32, kemari_cpu: u32, keys: &str) -> 
     )
 }
 
-/// IOzone's `queue_depth`: a group of requests goes out at once and the disk serves them
-/// in turn, so without Kemari the flush rate does not change; under Kemari the group's
-/// requests queue as syncs (the last waits for the three before it and their flushes).
+/// IOzone's `queue_depth`: up to that many requests are in flight and the disk serves
+/// them in turn, so without Kemari the flush rate does not change; under Kemari the
+/// requests in flight queue as syncs (one waits for the three before it and their
+/// flushes).
 #[test]
 fn iozone_queue_depth_submits_requests_together() {
     let plain = |qd: u32| {
@@ -446,8 +450,8 @@ fn iozone_queue_depth_submits_requests_together() {
         let sum = run_checked(&timer_beside_queued_writes(qd, 1, ""));
         sum.host_threads[0].job_latency_ms.as_ref().unwrap().max
     };
-    // One sync of a 512 KiB request and its 5.2 ms flush take over 5 ms; the fourth of a
-    // group waits for three of them.
+    // One sync of a 512 KiB request and its 5.2 ms flush take over 5 ms; with four in
+    // flight, each waits for three of them.
     let (l1, l4) = (longest(1), longest(4));
     assert!(l4 > l1 + 15.0, "queue_depth 1: {l1} ms, 4: {l4} ms");
 
@@ -464,16 +468,17 @@ fn iozone_queue_depth_submits_requests_together() {
 /// QEMU's global mutex (`global_mutex`): the vCPU thread takes an interrupt from the
 /// Kemari (I/O) thread only at a release of the mutex. On the same pCPU it wins every
 /// release; on another pCPU it loses each release after which the thread has more syncs
-/// queued, so its timer waits for the whole group of writes. Switched off, the two
+/// queued, so its timer waits for the writes in flight. Switched off, the two
 /// placements answer alike.
 #[test]
 fn a_vcpu_on_another_cpu_waits_for_the_kemari_threads_queued_syncs() {
-    let run = |cpu: u32, keys: &str| {
-        let sum = run_checked(&timer_beside_queued_writes(8, cpu, keys));
+    let run_depth = |depth: u32, cpu: u32, keys: &str| {
+        let sum = run_checked(&timer_beside_queued_writes(depth, cpu, keys));
         let ft = sum.vms[0].ft.clone().unwrap();
         let max = sum.vms[0].workloads[0].latency_ms.as_ref().unwrap().max;
         (ft, max)
     };
+    let run = |cpu: u32, keys: &str| run_depth(8, cpu, keys);
     let (same, same_max) = run(1, "");
     let (cross, cross_max) = run(2, "");
     assert!(
@@ -484,11 +489,24 @@ fn a_vcpu_on_another_cpu_waits_for_the_kemari_threads_queued_syncs() {
         cross.mutex_handoffs_lost > 100 && cross.mutex_handoffs_same_cpu == 0,
         "{cross:?}"
     );
-    // A group of 8 requests is 8 syncs and 8 flushes of over 5 ms each: the cross-CPU
+    // A flush of 8 requests is 8 syncs and 8 flushes of over 5 ms each: the cross-CPU
     // vCPU waits for most of them, the same-CPU one for about one.
     assert!(
         cross_max > same_max + 25.0,
         "same {same_max} ms, cross {cross_max} ms"
+    );
+    // With 4 in flight the writer sends the fifth as the first completes, so Kemari's
+    // queue does not drain until the flush's last request: the wait is as long as with
+    // all 8 in flight, not half of it (which a writer waiting for each 4 would give).
+    // The writer sends a request as an earlier one completes, and that completion is an
+    // interrupt that also waits for the mutex: across pCPUs the guest can refill the
+    // window only when Kemari's queue runs dry, so the timer's wait grows with the
+    // window (2, 4, 8 in flight: about 2, 4, 8 syncs and flushes of over 5 ms).
+    let (_, cross2_max) = run_depth(2, 2, "");
+    let (_, cross4_max) = run_depth(4, 2, "");
+    assert!(
+        cross2_max + 8.0 < cross4_max && cross4_max + 15.0 < cross_max,
+        "cross: depth 2 {cross2_max} ms, 4 {cross4_max} ms, 8 {cross_max} ms"
     );
 
     let (off_same, off_same_max) = run(1, "global_mutex = false");

@@ -108,7 +108,7 @@ enum RtOp {
     Io {
         latency: Dist,
         write_bytes: u64,
-        wait: bool,
+        window: u32,
     },
     Sleep {
         duration: Dist,
@@ -202,15 +202,17 @@ struct Thread {
     // Line 0.
     state: ThState,
     rng: Rng,
-    /// When the last disk request of the thread's group leaves the disk, which serves a
-    /// group's requests one after another.
+    /// When the last of the thread's disk requests leaves the disk, which serves them one
+    /// after another.
     io_tail: SimTime,
     task: TaskId,
     workload: u32,
     pc: u32,
-    /// Disk requests submitted and not yet completed (a group of `Io` ops with `wait`
-    /// false ends with one that waits for all).
+    /// Disk requests submitted and not yet completed.
     io_pending: u32,
+    /// A thread blocked on its requests wakes when fewer than this many are outstanding
+    /// (the `window` of the `Io` op it blocked at).
+    io_wake_below: u32,
     /// Its pending writes went through its VM's Kemari event-tap.
     kemari_io: bool,
     // Line 1.
@@ -243,6 +245,7 @@ impl Thread {
             last_loop_at: SimTime(u64::MAX),
             zero_time_loops: 0,
             io_pending: 0,
+            io_wake_below: 1,
             io_tail: SimTime::ZERO,
             kemari_io: false,
             lookbusy: None,
@@ -353,11 +356,11 @@ fn rt_ops(op: &Op, base_ghz: f64) -> Vec<RtOp> {
         Op::Io {
             latency,
             write_bytes,
-            wait,
+            window,
         } => RtOp::Io {
             latency: latency.clone(),
             write_bytes: *write_bytes,
-            wait: *wait,
+            window: *window,
         },
         Op::Sleep { duration } => RtOp::Sleep {
             duration: duration.clone(),
@@ -2020,17 +2023,19 @@ impl<S: Scheduler> Sim<S> {
                 RtOp::Io {
                     latency,
                     write_bytes,
-                    wait,
+                    window,
                 } => {
                     let x = latency.sample(&mut th.rng).round() as u64;
-                    let (write_bytes, wait) = (*write_bytes, *wait);
+                    let write_bytes = *write_bytes;
                     th.pc += 1;
                     th.io_pending += 1;
-                    // The disk takes a group's requests in turn.
+                    // The disk takes the thread's requests in turn.
                     let done = now.max(th.io_tail) + SimDuration(x);
                     th.io_tail = done;
+                    let wait = th.io_pending >= *window;
                     if wait {
                         th.state = ThState::Blocked;
+                        th.io_wake_below = *window;
                     }
                     let guest = th.task < self.st.n_vcpu_tasks;
                     let vm = self.st.workloads[w].vm as usize;
@@ -2046,7 +2051,7 @@ impl<S: Scheduler> Sim<S> {
                         self.st.q.push(done, EventKind::ThreadWake { thread: id });
                     }
                     if !wait {
-                        continue; // the group's next request goes out with this one
+                        continue; // the window has room: the next request goes out now
                     }
                     return false;
                 }
@@ -2517,17 +2522,19 @@ impl<S: Scheduler> Sim<S> {
     }
 
     /// A blocked thread (guest or host) goes on: it is Ready and queued on its task. A
-    /// disk request's completion counts down the thread's group of requests, and only
-    /// the group's last completion wakes it.
+    /// disk request's completion counts down the thread's outstanding requests, and wakes
+    /// it only once they are fewer than the window it blocked at.
     fn wake_thread(&mut self, id: ThreadId) {
         let th = &mut self.st.threads[id as usize];
         if th.io_pending > 0 {
             th.io_pending -= 1;
-            if th.io_pending > 0 {
+            if th.io_pending >= th.io_wake_below {
                 return;
             }
         }
-        th.kemari_io = false;
+        if th.io_pending == 0 {
+            th.kemari_io = false;
+        }
         th.state = ThState::Ready;
         self.make_thread_ready(id);
     }
@@ -2770,10 +2777,16 @@ impl<S: Scheduler> Sim<S> {
             self.st.vm_dirty[vm] += write_bytes as f64;
         }
         self.st.vm_syncs[vm] += 1;
-        // The issuing vCPU left the guest for the write (it halts in run_guest); the VM
-        // stops now.
+        // The issuing vCPU left the guest for the write (it halts in run_guest). If the
+        // Kemari thread waits for work, the transaction starts now and the VM stops with
+        // it; if it is busy (a transaction or the flush of an earlier write), the write
+        // waits in the event-tap queue and the VM runs on until that transaction starts
+        // (`ft_begin_job`).
         let from = self.st.threads[thread as usize].task;
-        self.ft_stop_vm(vm, from);
+        let h = self.st.vm_kemari[vm] as usize;
+        if self.st.helpers[h].waiting {
+            self.ft_stop_vm(vm, from);
+        }
         let job = Job {
             guest_thread: thread,
             enqueued: now,
@@ -2784,7 +2797,6 @@ impl<S: Scheduler> Sim<S> {
             release_by: NONE,
         };
         let from_cpu = self.st.tasks[from as usize].last_cpu;
-        let h = self.st.vm_kemari[vm] as usize;
         self.ft_submit(h, job, from_cpu);
     }
 
