@@ -53,6 +53,24 @@ impl SimDuration {
     pub const fn from_secs(s: u64) -> Self {
         SimDuration(s * NS_PER_S)
     }
+    /// The nearest whole nanoseconds to `ns`, halves away from zero (`ns.round() as
+    /// u64`: negative and NaN give 0, too large saturates), without libm's `round` (see
+    /// `ceil_ns`): every sampled sleep and disk latency goes through it.
+    #[inline]
+    pub fn round_ns(ns: f64) -> Self {
+        if !(ns >= 0.0) {
+            return SimDuration(0); // negative (rounds to <= -0) or NaN
+        }
+        if ns >= 4_503_599_627_370_496.0 {
+            return SimDuration(ns as u64); // 2^52 and up: already whole (or saturating)
+        }
+        let whole = ns as u64; // the floor, exact below 2^52
+        SimDuration(if ns - whole as f64 >= 0.5 {
+            whole + 1
+        } else {
+            whole
+        })
+    }
     /// The whole nanoseconds at or after `ns` (`ns.ceil() as u64`: negative and NaN give
     /// 0, too large saturates). Written out because `f64::ceil` is a libm call on the x86-64
     /// baseline (no SSE4.1 `roundsd`), and guest deadlines take it on every dispatch.
@@ -222,6 +240,39 @@ mod tests {
         }
         for x in cases {
             assert_eq!(SimDuration::ceil_ns(x).0, x.ceil() as u64, "{x:e}");
+        }
+    }
+
+    #[test]
+    fn round_ns_is_f64_round_cast() {
+        let mut rng = crate::rng::Rng::from_state(11);
+        let mut cases = vec![
+            0.0,
+            -0.0,
+            -0.4,
+            -0.5,
+            -1.5,
+            0.49999999999999994,
+            0.5,
+            1.5,
+            2.5,
+            4_503_599_627_370_495.5,
+            4_503_599_627_370_496.0,
+            9_007_199_254_740_993.0,
+            1.8e19,
+            1.9e19,
+            f64::MAX,
+            f64::INFINITY,
+            f64::NAN,
+            f64::NEG_INFINITY,
+            f64::MIN_POSITIVE,
+        ];
+        for _ in 0..10_000 {
+            let x = (rng.next_u64() >> 11) as f64 / (1u64 << 20) as f64;
+            cases.extend([x, x.floor() + 0.5, x * 1e6, -x]);
+        }
+        for x in cases {
+            assert_eq!(SimDuration::round_ns(x).0, x.round() as u64, "{x:e}");
         }
     }
 

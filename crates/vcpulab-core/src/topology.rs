@@ -363,10 +363,24 @@ impl CpuSet {
     pub fn nth_wrapping(&self, n: usize) -> Option<usize> {
         let len = self.len();
         if len == 0 {
-            None
-        } else {
-            self.iter().nth(n % len)
+            return None;
         }
+        // Whole words by their counts, then bits within one: every task's home pCPU
+        // comes from here at setup, and a walk over the members was 6% of a short run
+        // with 8,192 vCPUs on 1,024 pCPUs.
+        let mut left = n % len;
+        for (i, &w) in self.words.iter().enumerate() {
+            let ones = w.count_ones() as usize;
+            if left < ones {
+                let mut w = w;
+                for _ in 0..left {
+                    w &= w - 1;
+                }
+                return Some(i * 64 + w.trailing_zeros() as usize);
+            }
+            left -= ones;
+        }
+        unreachable!("n % len is below the member count")
     }
     pub fn intersect(&self, other: &CpuSet) -> CpuSet {
         // Inline words past `len` are zero, so a fixed-width AND is exact (the common
@@ -562,6 +576,26 @@ mod tests {
                 bitwise.insert(c);
             }
             assert!(s == bitwise, "{n}");
+        }
+    }
+
+    #[test]
+    fn nth_wrapping_counts_members_in_id_order_across_words() {
+        // Sparse sets spanning inline and heap words: every third pCPU, a few high ones.
+        let mut sets = vec![CpuSet::empty(200), CpuSet::full(1), CpuSet::full(1024)];
+        let mut sparse = CpuSet::empty(700);
+        for c in (5..700).step_by(3) {
+            sparse.insert(c);
+        }
+        sparse.insert(699);
+        sets.push(sparse);
+        sets.push(CpuSet::parse("63-64,127,128,511").unwrap());
+        for s in &sets {
+            let members: Vec<usize> = s.iter().collect();
+            for n in 0..3 * members.len().max(1) {
+                let walked = (!members.is_empty()).then(|| members[n % members.len()]);
+                assert_eq!(s.nth_wrapping(n), walked, "{s} n={n}");
+            }
         }
     }
 

@@ -2025,7 +2025,7 @@ impl<S: Scheduler> Sim<S> {
                     write_bytes,
                     window,
                 } => {
-                    let x = latency.sample(&mut th.rng).round() as u64;
+                    let x = SimDuration::round_ns(latency.sample(&mut th.rng)).0;
                     let write_bytes = *write_bytes;
                     th.pc += 1;
                     th.io_pending += 1;
@@ -2060,7 +2060,7 @@ impl<S: Scheduler> Sim<S> {
                     th.state = ThState::Blocked;
                     th.pc += 1;
                     self.st.q.push(
-                        now + SimDuration(x.round() as u64),
+                        now + SimDuration::round_ns(x),
                         EventKind::ThreadWake { thread: id },
                     );
                     return false;
@@ -2599,13 +2599,13 @@ impl<S: Scheduler> Sim<S> {
             Some(Arrivals::Poisson { rate }) => {
                 let d = wl.rng.exp(1e9 / rate);
                 self.st.q.push(
-                    now + SimDuration(d.round() as u64),
+                    now + SimDuration::round_ns(d),
                     EventKind::Arrival { workload: w },
                 );
             }
             Some(Arrivals::Periodic { interval }) => {
                 self.st.q.push(
-                    now + SimDuration(interval.round() as u64),
+                    now + SimDuration::round_ns(interval),
                     EventKind::Arrival { workload: w },
                 );
             }
@@ -2613,7 +2613,7 @@ impl<S: Scheduler> Sim<S> {
                 for _ in 0..clients {
                     let d = think.sample(&mut wl.rng);
                     self.st.q.push(
-                        now + SimDuration(d.round() as u64),
+                        now + SimDuration::round_ns(d),
                         EventKind::Arrival { workload: w },
                     );
                 }
@@ -2628,13 +2628,13 @@ impl<S: Scheduler> Sim<S> {
             Some(Arrivals::Poisson { rate }) => {
                 let d = wl.rng.exp(1e9 / rate);
                 self.st.q.push(
-                    now + SimDuration(d.round() as u64),
+                    now + SimDuration::round_ns(d),
                     EventKind::Arrival { workload: w },
                 );
             }
             Some(Arrivals::Periodic { interval }) => {
                 self.st.q.push(
-                    now + SimDuration(interval.round() as u64),
+                    now + SimDuration::round_ns(*interval),
                     EventKind::Arrival { workload: w },
                 );
             }
@@ -2755,7 +2755,7 @@ impl<S: Scheduler> Sim<S> {
         if let Some(Arrivals::Closed { think, .. }) = &wl.arrivals {
             let d = think.sample(&mut wl.rng);
             self.st.q.push(
-                now + SimDuration(d.round() as u64),
+                now + SimDuration::round_ns(d),
                 EventKind::Arrival { workload: w },
             );
         }
