@@ -58,8 +58,8 @@ impl SimDuration {
     /// `ceil_ns`): every sampled sleep and disk latency goes through it.
     #[inline]
     pub fn round_ns(ns: f64) -> Self {
-        if !(ns >= 0.0) {
-            return SimDuration(0); // negative (rounds to <= -0) or NaN
+        if ns.is_nan() || ns < 0.0 {
+            return SimDuration(0); // negative rounds to <= -0, which casts to 0
         }
         if ns >= 4_503_599_627_370_496.0 {
             return SimDuration(ns as u64); // 2^52 and up: already whole (or saturating)
