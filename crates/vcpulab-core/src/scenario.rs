@@ -215,6 +215,10 @@ pub struct VmSpec {
     /// Each vCPU starts at a uniform random time in [0, start_jitter) (threads of a VM do
     /// not start in the same nanosecond; without it, symmetric hosts run in lockstep).
     pub start_jitter: SimDuration,
+    /// The guest's block I/O scheduler (`elevator = "none" | "cfq"`): with CFQ, writeback
+    /// requests in flight are limited after a delayed synchronous request (see
+    /// `workload::CFQ_SLICE_SYNC_NS`).
+    pub elevator_cfq: bool,
     pub workloads: Vec<WorkloadSpec>,
     /// Lock names used by this VM's workloads, in first-use order (index = lock id).
     pub locks: Vec<String>,
@@ -711,6 +715,16 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
         return t.err("guest_timeslice", "must be longer than 0s");
     }
     let start_jitter = t.opt_duration("start_jitter")?.unwrap_or(SimDuration::ZERO);
+    let elevator_cfq = match t.opt_str("elevator")? {
+        None | Some("none") => false,
+        Some("cfq") => true,
+        Some(other) => {
+            return t.err(
+                "elevator",
+                format!("unknown guest I/O scheduler {other:?}; allowed: \"none\" (requests go to the device as issued), \"cfq\" (CFQ's low-latency limit on writeback)"),
+            )
+        }
+    };
     let class = match t.opt_str("class")? {
         None => None,
         Some("lsvm") => Some(VmClass::Lsvm),
@@ -781,6 +795,7 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
         "pv_spin_threshold",
         "guest_timeslice",
         "start_jitter",
+        "elevator",
         "class",
         "reserved_vcpus",
         "workload",
@@ -797,6 +812,7 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
         class,
         reserved_vcpus,
         start_jitter,
+        elevator_cfq,
         workloads,
         locks,
     })

@@ -114,11 +114,15 @@ pub enum Op {
     /// completion brings them below it. 1 (every `io` op of a scenario) waits for this
     /// request; a larger window keeps requests in flight (the disk serves them one after
     /// another), and a run of such requests ends with one of window 1, which waits for
-    /// all of them. Only presets build windows (IOzone's `queue_depth`).
+    /// all of them. Only presets build windows (IOzone's `queue_depth`). `writeback`
+    /// marks the page-cache writeback's asynchronous requests (IOzone's); every other
+    /// request is synchronous (a read, or a write the thread waits for, such as a
+    /// journal commit), which matters under a guest `elevator = "cfq"`.
     Io {
         latency: Dist,
         write_bytes: u64,
         window: u32,
+        writeback: bool,
     },
     /// Block on a timer.
     Sleep { duration: Dist },
@@ -205,6 +209,20 @@ pub const RX_PER_PACKET_NS: u64 = 2_000;
 /// `cpu_per_kib`); about half of it is the copy to user space, which stays with the
 /// application, so the kernel part is ~0.5 us/KiB (our estimate).
 pub const RX_PER_KIB_NS: u64 = 500;
+
+/// A guest with `elevator = "cfq"` (the CFQ I/O scheduler of Linux 2.6.33 and later, and
+/// of the RHEL 6 kernels, with its default `low_latency = 1`) limits the asynchronous
+/// writeback requests it dispatches to the device: `cfq_may_dispatch` allows one per
+/// `cfq_slice_sync` (100 ms, `HZ / 10`) since the last delayed synchronous request, and
+/// one when none is in flight. A synchronous request is delayed when it completes at
+/// least `cfq_fifo_expire[1]` (125 ms, `HZ / 8`) after it was queued. At boot the last
+/// delayed one counts as a second ago (`last_delayed_sync = jiffies - HZ`). Not modelled:
+/// CFQ's other dispatch rules (no asynchronous dispatch while a synchronous request is in
+/// flight; the quantum when several queues are busy; idling), its time slices and its
+/// sorting.
+pub const CFQ_SLICE_SYNC_NS: u64 = 100_000_000;
+/// See `CFQ_SLICE_SYNC_NS`.
+pub const CFQ_FIFO_EXPIRE_SYNC_NS: u64 = 125_000_000;
 
 pub const PRESETS: &[(&str, &str)] = &[
     ("program", "explicit list of operations (compute, lock, ipi, io, sleep, wait_request, respond, serve)"),
@@ -329,6 +347,7 @@ fn benchmark_ops(kind: &str, work: f64, lock: LockKind) -> Option<(Vec<Op>, &'st
                     latency: Dist::Exp { mean: 100e3 },
                     write_bytes: 0,
                     window: 1,
+                    writeback: false,
                 },
             ],
             "ops/s",
@@ -525,7 +544,12 @@ fn parse_op(
         "io" => {
             allowed = &["op", "latency", "write_kib"];
             let write_bytes = t.opt_u64("write_kib", 0, 1 << 30)?.unwrap_or(0) * 1024;
-            Op::Io { latency: parse_dist(&t.req("latency")?)?, write_bytes, window: 1 }
+            Op::Io {
+                latency: parse_dist(&t.req("latency")?)?,
+                write_bytes,
+                window: 1,
+                writeback: false,
+            }
         }
         "sleep" => {
             allowed = &["op", "duration"];
@@ -1043,6 +1067,7 @@ pub fn parse_workload(
                         write_bytes: n * 1024,
                         // The flush's last request waits for all of them.
                         window: if left == n { 1 } else { queue_depth },
+                        writeback: true,
                     });
                     left -= n;
                 }
@@ -1064,6 +1089,7 @@ pub fn parse_workload(
                                 latency: disk_ns(rec),
                                 write_bytes: 0,
                                 window: 1,
+                                writeback: false,
                             },
                             copy(rec),
                         ],

@@ -109,6 +109,7 @@ enum RtOp {
         latency: Dist,
         write_bytes: u64,
         window: u32,
+        writeback: bool,
     },
     Sleep {
         duration: Dist,
@@ -220,6 +221,9 @@ struct Thread {
     packet: Option<Packet>,
     /// lookbusy's controller state (`RtOp::LookbusySpin`), from its first cycle on.
     lookbusy: Option<LookbusyState>,
+    /// When its outstanding synchronous request was queued, in a VM whose guest runs
+    /// CFQ (`SimTime::MAX` otherwise): its completion may count as a delayed sync.
+    io_sync_since: SimTime,
     last_loop_at: SimTime,
     zero_time_loops: u32,
     index_in_workload: u32,
@@ -246,6 +250,7 @@ impl Thread {
             zero_time_loops: 0,
             io_pending: 0,
             io_wake_below: 1,
+            io_sync_since: SimTime::MAX,
             io_tail: SimTime::ZERO,
             kemari_io: false,
             lookbusy: None,
@@ -357,10 +362,12 @@ fn rt_ops(op: &Op, base_ghz: f64) -> Vec<RtOp> {
             latency,
             write_bytes,
             window,
+            writeback,
         } => RtOp::Io {
             latency: latency.clone(),
             write_bytes: *write_bytes,
             window: *window,
+            writeback: *writeback,
         },
         Op::Sleep { duration } => RtOp::Sleep {
             duration: duration.clone(),
@@ -698,6 +705,10 @@ struct State {
     vm_syncs: Vec<u64>,
     /// Per VM: guest memory dirtied since the last sync (bytes).
     vm_dirty: Vec<f64>,
+    /// Per VM: its guest runs CFQ (`elevator = "cfq"`), and when its last delayed
+    /// synchronous request completed (ns; may be negative: at boot, a second ago).
+    vm_cfq: Vec<bool>,
+    vm_last_delayed_sync_ns: Vec<i64>,
     /// Per task: its affinity was defaulted (so it must avoid isolated pCPUs).
     default_affinity: Vec<bool>,
     /// Per task: its affinity holds every pCPU, so a pick needs no membership test (a
@@ -1072,6 +1083,8 @@ impl<S: Scheduler> Sim<S> {
             vm_paused_ns: vec![0; nvms],
             vm_syncs: vec![0; nvms],
             vm_dirty: vec![0.0; nvms],
+            vm_cfq: sc.vms.iter().map(|v| v.elevator_cfq).collect(),
+            vm_last_delayed_sync_ns: vec![-(crate::time::NS_PER_S as i64); nvms],
             default_affinity,
             affinity_all: view
                 .tasks
@@ -2024,21 +2037,44 @@ impl<S: Scheduler> Sim<S> {
                     latency,
                     write_bytes,
                     window,
+                    writeback,
                 } => {
                     let x = SimDuration::round_ns(latency.sample(&mut th.rng)).0;
                     let write_bytes = *write_bytes;
+                    let vm = self.st.workloads[w].vm as usize;
+                    let mut window = *window;
+                    if th.task < self.st.n_vcpu_tasks && self.st.vm_cfq[vm] {
+                        if *writeback {
+                            // CFQ's low-latency ramp (see workload::CFQ_SLICE_SYNC_NS):
+                            // one more writeback request in flight per 100 ms since the
+                            // last delayed synchronous one, and one when none is.
+                            let since = now.0 as i64 - self.st.vm_last_delayed_sync_ns[vm];
+                            let depth = (since / crate::workload::CFQ_SLICE_SYNC_NS as i64)
+                                .clamp(1, u32::MAX as i64)
+                                as u32;
+                            window = window.min(depth);
+                        } else {
+                            th.io_sync_since = now;
+                        }
+                    }
                     th.pc += 1;
                     th.io_pending += 1;
                     // The disk takes the thread's requests in turn.
                     let done = now.max(th.io_tail) + SimDuration(x);
                     th.io_tail = done;
-                    let wait = th.io_pending >= *window;
+                    let wait = th.io_pending >= window;
                     if wait {
                         th.state = ThState::Blocked;
-                        th.io_wake_below = *window;
+                        th.io_wake_below = window;
                     }
+                    debug_assert!(
+                        wait || matches!(
+                            self.st.workloads[w].ops.get(th.pc as usize),
+                            Some(RtOp::Io { .. })
+                        ),
+                        "an Io op that leaves requests in flight is followed by another Io"
+                    );
                     let guest = th.task < self.st.n_vcpu_tasks;
-                    let vm = self.st.workloads[w].vm as usize;
                     // kemari-next's event-tap holds writes (and flushes), not reads.
                     if guest && write_bytes > 0 && self.st.vm_kemari[vm] != NONE {
                         th.kemari_io = true;
@@ -2528,12 +2564,24 @@ impl<S: Scheduler> Sim<S> {
         let th = &mut self.st.threads[id as usize];
         if th.io_pending > 0 {
             th.io_pending -= 1;
-            if th.io_pending >= th.io_wake_below {
+            if th.io_pending == 0 {
+                th.kemari_io = false;
+                if th.io_sync_since != SimTime::MAX {
+                    // cfq_completed_request: a synchronous request that took
+                    // cfq_fifo_expire[1] or more marks a delayed sync.
+                    let waited = self.st.now.since(th.io_sync_since).ns();
+                    th.io_sync_since = SimTime::MAX;
+                    if waited >= crate::workload::CFQ_FIFO_EXPIRE_SYNC_NS {
+                        let vm = self.st.workloads[th.workload as usize].vm as usize;
+                        self.st.vm_last_delayed_sync_ns[vm] = self.st.now.0 as i64;
+                    }
+                }
+            }
+            // A completion below the window wakes the writer once; later ones (the
+            // global mutex can hand several over together) find it already woken.
+            if th.io_pending >= th.io_wake_below || th.state != ThState::Blocked {
                 return;
             }
-        }
-        if th.io_pending == 0 {
-            th.kemari_io = false;
         }
         th.state = ThState::Ready;
         self.make_thread_ready(id);
@@ -2778,9 +2826,10 @@ impl<S: Scheduler> Sim<S> {
         }
         self.st.vm_syncs[vm] += 1;
         // The issuing vCPU left the guest for the write (it halts in run_guest). If the
-        // Kemari thread waits for work, the transaction starts now and the VM stops with
-        // it; if it is busy (a transaction or the flush of an earlier write), the write
-        // waits in the event-tap queue and the VM runs on until that transaction starts
+        // Kemari thread waits for work, the VM stops now: the write's transaction is next
+        // (once the thread is woken, after an IPI if it is elsewhere, and scheduled). If
+        // it is busy (a transaction or the flush of an earlier write), the write waits in
+        // the event-tap queue and the VM runs on until its transaction starts
         // (`ft_begin_job`).
         let from = self.st.threads[thread as usize].task;
         let h = self.st.vm_kemari[vm] as usize;
