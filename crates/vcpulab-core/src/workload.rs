@@ -210,16 +210,16 @@ pub const RX_PER_PACKET_NS: u64 = 2_000;
 /// application, so the kernel part is ~0.5 us/KiB (our estimate).
 pub const RX_PER_KIB_NS: u64 = 500;
 
-/// A guest with `elevator = "cfq"` (the CFQ I/O scheduler of Linux 2.6.33 and later, and
-/// of the RHEL 6 kernels, with its default `low_latency = 1`) limits the asynchronous
-/// writeback requests it dispatches to the device: `cfq_may_dispatch` allows one per
+/// A guest with `elevator = "cfq"` (the CFQ I/O scheduler of Linux 2.6.33 and later, with
+/// its default `low_latency = 1`; assumed for the RHEL 6 kernels, see docs/models.md)
+/// limits the asynchronous writeback requests it dispatches to the device
+/// (`cfq_may_dispatch`): none while a synchronous request is in flight; otherwise one per
 /// `cfq_slice_sync` (100 ms, `HZ / 10`) since the last delayed synchronous request, and
-/// one when none is in flight. A synchronous request is delayed when it completes at
-/// least `cfq_fifo_expire[1]` (125 ms, `HZ / 8`) after it was queued. At boot the last
-/// delayed one counts as a second ago (`last_delayed_sync = jiffies - HZ`). Not modelled:
-/// CFQ's other dispatch rules (no asynchronous dispatch while a synchronous request is in
-/// flight; the quantum when several queues are busy; idling), its time slices and its
-/// sorting.
+/// one when none is in flight. A synchronous request is delayed when it completes at least
+/// `cfq_fifo_expire[1]` (125 ms, `HZ / 8`) after it was queued (`cfq_completed_request`).
+/// At boot the last delayed one counts as a second ago (`last_delayed_sync = jiffies -
+/// HZ`). Not modelled: the quantum when several queues are busy, idling, CFQ's time
+/// slices and its sorting; the limit applies per writing thread, not per disk.
 pub const CFQ_SLICE_SYNC_NS: u64 = 100_000_000;
 /// See `CFQ_SLICE_SYNC_NS`.
 pub const CFQ_FIFO_EXPIRE_SYNC_NS: u64 = 125_000_000;

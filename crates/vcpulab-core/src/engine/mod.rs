@@ -709,6 +709,10 @@ struct State {
     /// synchronous request completed (ns; may be negative: at boot, a second ago).
     vm_cfq: Vec<bool>,
     vm_last_delayed_sync_ns: Vec<i64>,
+    /// Per VM with CFQ: synchronous requests in flight, and writeback threads held back
+    /// by them with nothing in flight of their own.
+    vm_sync_in_flight: Vec<u32>,
+    vm_async_waiters: Vec<Vec<ThreadId>>,
     /// Per task: its affinity was defaulted (so it must avoid isolated pCPUs).
     default_affinity: Vec<bool>,
     /// Per task: its affinity holds every pCPU, so a pick needs no membership test (a
@@ -1085,6 +1089,8 @@ impl<S: Scheduler> Sim<S> {
             vm_dirty: vec![0.0; nvms],
             vm_cfq: sc.vms.iter().map(|v| v.elevator_cfq).collect(),
             vm_last_delayed_sync_ns: vec![-(crate::time::NS_PER_S as i64); nvms],
+            vm_sync_in_flight: vec![0; nvms],
+            vm_async_waiters: vec![Vec::new(); nvms],
             default_affinity,
             affinity_all: view
                 .tasks
@@ -2039,24 +2045,39 @@ impl<S: Scheduler> Sim<S> {
                     window,
                     writeback,
                 } => {
-                    let x = SimDuration::round_ns(latency.sample(&mut th.rng)).0;
-                    let write_bytes = *write_bytes;
                     let vm = self.st.workloads[w].vm as usize;
                     let mut window = *window;
                     if th.task < self.st.n_vcpu_tasks && self.st.vm_cfq[vm] {
                         if *writeback {
-                            // CFQ's low-latency ramp (see workload::CFQ_SLICE_SYNC_NS):
-                            // one more writeback request in flight per 100 ms since the
-                            // last delayed synchronous one, and one when none is.
+                            // cfq_may_dispatch with low_latency (see
+                            // workload::CFQ_SLICE_SYNC_NS): one more writeback request in
+                            // flight per 100 ms since the last delayed synchronous one, one
+                            // when none is, and none while a synchronous one is in flight.
                             let since = now.0 as i64 - self.st.vm_last_delayed_sync_ns[vm];
                             let depth = (since / crate::workload::CFQ_SLICE_SYNC_NS as i64)
                                 .clamp(1, u32::MAX as i64)
                                 as u32;
+                            let sync_busy = self.st.vm_sync_in_flight[vm] > 0;
+                            if sync_busy || th.io_pending >= depth {
+                                // Held back: try again at the thread's next completion,
+                                // or, with none in flight, when the synchronous ones are
+                                // done.
+                                th.state = ThState::Blocked;
+                                if th.io_pending > 0 {
+                                    th.io_wake_below = depth.min(th.io_pending);
+                                } else {
+                                    self.st.vm_async_waiters[vm].push(id);
+                                }
+                                return false;
+                            }
                             window = window.min(depth);
                         } else {
                             th.io_sync_since = now;
+                            self.st.vm_sync_in_flight[vm] += 1;
                         }
                     }
+                    let x = SimDuration::round_ns(latency.sample(&mut th.rng)).0;
+                    let write_bytes = *write_bytes;
                     th.pc += 1;
                     th.io_pending += 1;
                     // The disk takes the thread's requests in turn.
@@ -2561,6 +2582,9 @@ impl<S: Scheduler> Sim<S> {
     /// disk request's completion counts down the thread's outstanding requests, and wakes
     /// it only once they are fewer than the window it blocked at.
     fn wake_thread(&mut self, id: ThreadId) {
+        // A VM whose last synchronous request this completes (CFQ): its held-back
+        // writeback may go out once this thread is handled.
+        let mut sync_done_in = None;
         let th = &mut self.st.threads[id as usize];
         if th.io_pending > 0 {
             th.io_pending -= 1;
@@ -2571,20 +2595,46 @@ impl<S: Scheduler> Sim<S> {
                     // cfq_fifo_expire[1] or more marks a delayed sync.
                     let waited = self.st.now.since(th.io_sync_since).ns();
                     th.io_sync_since = SimTime::MAX;
+                    let vm = self.st.workloads[th.workload as usize].vm as usize;
                     if waited >= crate::workload::CFQ_FIFO_EXPIRE_SYNC_NS {
-                        let vm = self.st.workloads[th.workload as usize].vm as usize;
                         self.st.vm_last_delayed_sync_ns[vm] = self.st.now.0 as i64;
+                    }
+                    self.st.vm_sync_in_flight[vm] -= 1;
+                    if self.st.vm_sync_in_flight[vm] == 0 {
+                        sync_done_in = Some(vm);
                     }
                 }
             }
             // A completion below the window wakes the writer once; later ones (the
             // global mutex can hand several over together) find it already woken.
             if th.io_pending >= th.io_wake_below || th.state != ThState::Blocked {
+                if let Some(vm) = sync_done_in {
+                    self.wake_async_writers(vm);
+                }
                 return;
             }
         }
         th.state = ThState::Ready;
         self.make_thread_ready(id);
+        if let Some(vm) = sync_done_in {
+            self.wake_async_writers(vm);
+        }
+    }
+
+    /// The VM's last synchronous request completed: writeback held back with nothing in
+    /// flight (CFQ) may go out again.
+    #[inline(never)]
+    fn wake_async_writers(&mut self, vm: usize) {
+        let waiters = std::mem::take(&mut self.st.vm_async_waiters[vm]);
+        for &id in &waiters {
+            let th = &self.st.threads[id as usize];
+            if th.state == ThState::Blocked && th.io_pending == 0 {
+                self.wake_thread(id);
+            }
+        }
+        let mut waiters = waiters;
+        waiters.clear();
+        self.st.vm_async_waiters[vm] = waiters;
     }
 
     /// A guest thread became runnable (I/O done, timer, request): queue it on its vCPU and
