@@ -147,6 +147,19 @@ pub enum Op {
     },
 }
 
+impl Op {
+    /// A synchronous request the thread waits for (window 1, not writeback): every `io`
+    /// op of a scenario and the presets' reads.
+    pub fn blocking_io(latency: Dist, write_bytes: u64) -> Op {
+        Op::Io {
+            latency,
+            write_bytes,
+            window: 1,
+            writeback: false,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Arrivals {
     /// Open loop: Poisson arrivals at `rate` per second.
@@ -238,7 +251,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("vips", "PARSEC vips: image pipeline with heavy synchronisation (locks, wake-ups, munmap IPIs); ops/s"),
     ("timer-rt", "an RT-priority thread woken by a periodic timer; latency = timer expiry to the thread running"),
     ("dhrystone", "Dhrystone 2.1: CPU load, loops/s"),
-    ("iozone", "IOzone write (page cache; each flush written back at once, or in request_kib requests, queue_depth at a time) or read (record by record from disk) test; flushes/s, KB/s with record_kib"),
+    ("iozone", "IOzone write (page cache; each flush written back at once, or in request_kib requests, up to queue_depth in flight) or read (record by record from disk) test; flushes/s, KB/s with record_kib"),
     ("ping", "ping: ICMP echo requests from outside at a fixed interval, answered by the guest kernel; latency = round trip inside the host"),
     ("netperf", "netperf TCP_STREAM receiver: a window of outstanding segments from outside; bandwidth from completed bytes"),
     ("webbench", "webbench: concurrent HTTP clients from outside, each waiting for its response; pages/s and bandwidth"),
@@ -343,12 +356,7 @@ fn benchmark_ops(kind: &str, work: f64, lock: LockKind) -> Option<(Vec<Op>, &'st
                 lk(0, 4.0, 1),
                 compute(us(20.0 * work), Mode::Kernel),
                 lk(1, 2.0, 1),
-                Op::Io {
-                    latency: Dist::Exp { mean: 100e3 },
-                    write_bytes: 0,
-                    window: 1,
-                    writeback: false,
-                },
+                Op::blocking_io(Dist::Exp { mean: 100e3 }, 0),
             ],
             "ops/s",
             1,
@@ -544,12 +552,7 @@ fn parse_op(
         "io" => {
             allowed = &["op", "latency", "write_kib"];
             let write_bytes = t.opt_u64("write_kib", 0, 1 << 30)?.unwrap_or(0) * 1024;
-            Op::Io {
-                latency: parse_dist(&t.req("latency")?)?,
-                write_bytes,
-                window: 1,
-                writeback: false,
-            }
+            Op::blocking_io(parse_dist(&t.req("latency")?)?, write_bytes)
         }
         "sleep" => {
             allowed = &["op", "duration"];
@@ -1015,8 +1018,9 @@ pub fn parse_workload(
             // How many of those requests the guest keeps in flight: it submits the next
             // while fewer are outstanding and waits for a completion otherwise; the last
             // request of a flush waits for all. 1 (default) sends them one after another.
-            // Writeback never waits for its own requests: Linux 2.6.32 bounds them only
-            // by the request queue's `nr_requests` (128; see the software-ft experiment).
+            // Writeback never waits for its own requests: the request queue's
+            // `nr_requests` (128 in Linux 2.6.32; see the software-ft experiment) bounds
+            // them, and a guest with `elevator = "cfq"` further (`CFQ_SLICE_SYNC_NS`).
             let queue_depth = t.opt_u64("queue_depth", 1, 1024)?;
             let read = match t.opt_str("test")? {
                 None | Some("write") => false,
@@ -1084,15 +1088,7 @@ pub fn parse_workload(
                 Some(rec) if read => {
                     bytes_per_unit = rec * 1024;
                     (
-                        vec![
-                            Op::Io {
-                                latency: disk_ns(rec),
-                                write_bytes: 0,
-                                window: 1,
-                                writeback: false,
-                            },
-                            copy(rec),
-                        ],
+                        vec![Op::blocking_io(disk_ns(rec), 0), copy(rec)],
                         "records/s".into(),
                         keys,
                     )

@@ -2638,16 +2638,12 @@ impl<S: Scheduler> Sim<S> {
     /// flight (CFQ) may go out again.
     #[inline(never)]
     fn wake_async_writers(&mut self, vm: usize) {
-        let waiters = std::mem::take(&mut self.st.vm_async_waiters[vm]);
-        for &id in &waiters {
+        for id in std::mem::take(&mut self.st.vm_async_waiters[vm]) {
             let th = &self.st.threads[id as usize];
             if th.state == ThState::Blocked && th.io_pending == 0 {
                 self.wake_thread(id);
             }
         }
-        let mut waiters = waiters;
-        waiters.clear();
-        self.st.vm_async_waiters[vm] = waiters;
     }
 
     /// A guest thread became runnable (I/O done, timer, request): queue it on its vCPU and
