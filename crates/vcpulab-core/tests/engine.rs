@@ -676,3 +676,81 @@ fn trace_slices_do_not_overlap_and_add_up_to_cpu_time() {
         );
     }
 }
+
+/// Host threads get their own named tracks in a trace (an unowned one too), and their
+/// traced run time equals their cpu_time_s.
+#[test]
+fn trace_names_host_threads_and_adds_up_their_cpu_time() {
+    let sc = scenario(
+        "duration = \"1s\"\n[host]\ncores_per_socket = 2\n[scheduler]\nname = \"cfs\"\n\
+         [[vm]]\nname = \"g\"\nvcpus = 1\n[[vm.workload]]\nkind = \"program\"\n\
+         ops = [ { op = \"compute\", duration = \"3ms\" }, { op = \"sleep\", duration = \"2ms\" } ]\n\
+         [[host_thread]]\nname = \"iothread\"\nvm = \"g\"\nworkload = { kind = \"program\", ops = [ { op = \"compute\", duration = \"1ms\" }, { op = \"sleep\", duration = \"4ms\" } ] }\n\
+         [[host_thread]]\nname = \"housekeeping\"\nworkload = { kind = \"program\", ops = [ { op = \"compute\", duration = \"2ms\" }, { op = \"sleep\", duration = \"8ms\" } ] }\n",
+    );
+    let opts = RunOptions {
+        trace_window: Some((0, u64::MAX)),
+        ..Default::default()
+    };
+    let out = vcpulab_core::api::run_full(&sc, None, &opts).unwrap();
+    let trace: serde_json::Value = serde_json::from_str(&out.trace_json.unwrap()).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    let track_names: Vec<&str> = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] == 1)
+        .map(|e| e["args"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(track_names, ["g/vcpu0", "iothread", "housekeeping"]);
+    let mut traced_us: std::collections::BTreeMap<String, f64> = Default::default();
+    for e in events.iter().filter(|e| e["ph"] == "X") {
+        let who = match e["args"]["host_thread"].as_str() {
+            Some(h) => h.to_string(),
+            None => format!("vcpu{}", e["args"]["vcpu"]),
+        };
+        assert_eq!(
+            e["name"].as_str().unwrap().contains("vcpu"),
+            who.starts_with("vcpu")
+        );
+        *traced_us.entry(who).or_default() += e["dur"].as_f64().unwrap();
+    }
+    assert!(events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["args"]["host_thread"] == "iothread")
+        .all(|e| e["args"]["vm"] == "g"));
+    for h in &out.summary.host_threads {
+        let us = traced_us[&h.name];
+        assert!(h.cpu_time_s > 0.1, "{}: {}", h.name, h.cpu_time_s);
+        assert!(
+            (us / 1e6 - h.cpu_time_s).abs() < 1e-6,
+            "{}: {us}us vs {}s",
+            h.name,
+            h.cpu_time_s
+        );
+    }
+}
+
+/// A sibling that halts stops sharing the core: the remaining thread runs at full speed.
+/// Both run at smt_throughput / 2 = 0.625 while both are busy; the sibling's 1 ms of work
+/// ends at 1.6 ms, and the other's 10 ms of work then finishes 9 ms later (at 10.6 ms),
+/// not at 16 ms as if the halted sibling still shared the core.
+#[test]
+fn a_halted_smt_sibling_frees_the_core() {
+    let text = "duration = \"1s\"\n[host]\ncores_per_socket = 1\nthreads_per_core = 2\nsmt_throughput = 1.25\n\
+                [host.costs]\ncontext_switch = \"0s\"\n[scheduler]\nname = \"cfs\"\n\
+                [[vm]]\nname = \"long\"\nvcpus = 1\naffinity = \"0\"\n[[vm.workload]]\nkind = \"program\"\n\
+                ops = [ { op = \"compute\", duration = \"10ms\" }, { op = \"sleep\", duration = \"10s\" } ]\n\
+                [[vm]]\nname = \"short\"\nvcpus = 1\naffinity = \"1\"\n[[vm.workload]]\nkind = \"program\"\n\
+                ops = [ { op = \"compute\", duration = \"1ms\" }, { op = \"sleep\", duration = \"10s\" } ]\n";
+    let s = run(&scenario(text), None, &checked()).unwrap();
+    let cpu = |vm: &str| s.vms.iter().find(|v| v.name == vm).unwrap().cpu_time_s;
+    assert!(
+        (cpu("short") - 0.0016).abs() < 1e-6,
+        "short ran {} s",
+        cpu("short")
+    );
+    assert!(
+        (cpu("long") - 0.0106).abs() < 1e-6,
+        "long ran {} s",
+        cpu("long")
+    );
+}

@@ -1268,13 +1268,27 @@ impl<S: Scheduler> Sim<S> {
         }
         let summary = self.summary(sc);
         let trace_json = self.st.trace.take().map(|tr| {
-            let names: Vec<(String, u32)> = self
+            let vm_name = |vm: u32| sc.vms.get(vm as usize).map(|v| v.name.clone());
+            let labels: Vec<trace::TaskLabel> = self
                 .view
                 .tasks
                 .iter()
-                .map(|t| (sc.vms[t.vm as usize].name.clone(), t.index))
+                .enumerate()
+                .map(|(i, t)| {
+                    if (i as u32) < self.st.n_vcpu_tasks {
+                        trace::TaskLabel::Vcpu {
+                            vm: sc.vms[t.vm as usize].name.clone(),
+                            index: t.index,
+                        }
+                    } else {
+                        trace::TaskLabel::HostThread {
+                            name: sc.host_threads[t.index as usize].name.clone(),
+                            vm: vm_name(t.vm),
+                        }
+                    }
+                })
                 .collect();
-            tr.to_chrome_json(self.st.cpus.len(), &names)
+            tr.to_chrome_json(self.st.cpus.len(), &labels)
         });
         Ok(RunOutput {
             summary,
@@ -1382,6 +1396,11 @@ impl<S: Scheduler> Sim<S> {
         let next = self.sched.pick_next(ctx!(self), cpu, prev_opt);
         self.apply_out();
         if next == prev_opt {
+            if next.is_none() {
+                // The task that ran here already left (a halt descheduled it): the pCPU
+                // stays idle, and the clock and SMT model must count it so.
+                self.set_busy(cpu, false);
+            }
             return;
         }
         if let Some(n) = next {
@@ -3280,6 +3299,17 @@ impl<S: Scheduler> Sim<S> {
     fn check_invariants(&mut self) {
         let mut seen = vec![false; self.st.tasks.len()];
         for (c, cpu) in self.st.cpus.iter().enumerate() {
+            if self.st.rate_model && cpu.busy != (cpu.curr != NONE) {
+                self.st.error = Some(format!(
+                    "invariant: pCPU {c} counted {} for the clock and SMT model but {}",
+                    if cpu.busy { "busy" } else { "idle" },
+                    if cpu.curr == NONE {
+                        "runs nothing"
+                    } else {
+                        "runs a task"
+                    }
+                ));
+            }
             if cpu.curr == NONE {
                 if self.view.cpu_curr[c].is_some() {
                     self.st.error = Some(format!(

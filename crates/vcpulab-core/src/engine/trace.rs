@@ -28,6 +28,35 @@ pub enum Rec {
     },
 }
 
+/// What a task is, for its trace track: a vCPU of a VM, or a host thread (of a VM, or of
+/// no VM).
+pub enum TaskLabel {
+    Vcpu { vm: String, index: u32 },
+    HostThread { name: String, vm: Option<String> },
+}
+
+impl TaskLabel {
+    fn name(&self) -> String {
+        match self {
+            TaskLabel::Vcpu { vm, index } => format!("{vm}/vcpu{index}"),
+            TaskLabel::HostThread { name, .. } => name.clone(),
+        }
+    }
+
+    /// The slice's identifying arguments, as JSON members.
+    fn args(&self) -> String {
+        match self {
+            TaskLabel::Vcpu { vm, index } => format!("\"vm\":{},\"vcpu\":{index}", json_str(vm)),
+            TaskLabel::HostThread { name, vm: Some(vm) } => {
+                format!("\"host_thread\":{},\"vm\":{}", json_str(name), json_str(vm))
+            }
+            TaskLabel::HostThread { name, vm: None } => {
+                format!("\"host_thread\":{}", json_str(name))
+            }
+        }
+    }
+}
+
 pub struct Tracer {
     pub from: SimTime,
     pub to: SimTime,
@@ -88,8 +117,8 @@ impl Tracer {
         }
     }
 
-    /// Renders the trace. `names[task]` is (VM name, vCPU index).
-    pub fn to_chrome_json(&self, ncpus: usize, names: &[(String, u32)]) -> String {
+    /// Renders the trace. `labels[task]` names the task's track and slices.
+    pub fn to_chrome_json(&self, ncpus: usize, labels: &[TaskLabel]) -> String {
         let us = |t: SimTime| t.0 as f64 / 1000.0;
         let mut o = String::with_capacity(self.recs.len() * 120 + 4096);
         o.push_str("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"vcpulab\"");
@@ -112,12 +141,12 @@ impl Tracer {
             sep(&mut o);
             let _ = write!(o, "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":0,\"tid\":{c},\"args\":{{\"name\":\"pCPU {c}\"}}}}");
         }
-        for (t, (vm, i)) in names.iter().enumerate() {
+        for (t, label) in labels.iter().enumerate() {
             sep(&mut o);
             let _ = write!(
                 o,
                 "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":{t},\"args\":{{\"name\":{}}}}}",
-                json_str(&format!("{vm}/vcpu{i}"))
+                json_str(&label.name())
             );
         }
         for r in &self.recs {
@@ -129,14 +158,14 @@ impl Tracer {
                     start,
                     end,
                 } => {
-                    let (vm, i) = &names[task as usize];
+                    let label = &labels[task as usize];
                     let _ = write!(
                         o,
-                        "{{\"ph\":\"X\",\"name\":{},\"pid\":0,\"tid\":{cpu},\"ts\":{},\"dur\":{},\"args\":{{\"vm\":{},\"vcpu\":{i},\"task\":{task}}}}}",
-                        json_str(&format!("{vm}/vcpu{i}")),
+                        "{{\"ph\":\"X\",\"name\":{},\"pid\":0,\"tid\":{cpu},\"ts\":{},\"dur\":{},\"args\":{{{},\"task\":{task}}}}}",
+                        json_str(&label.name()),
                         us(start),
                         (end.0 - start.0) as f64 / 1000.0,
-                        json_str(vm)
+                        label.args()
                     );
                 }
                 Rec::Instant {
@@ -146,12 +175,12 @@ impl Tracer {
                     cpu,
                     other,
                 } => {
-                    let (vm, i) = &names[task as usize];
+                    let label = &labels[task as usize];
                     let _ = write!(
                         o,
-                        "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{kind}\",\"pid\":1,\"tid\":{task},\"ts\":{},\"args\":{{\"vm\":{},\"vcpu\":{i}",
+                        "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{kind}\",\"pid\":1,\"tid\":{task},\"ts\":{},\"args\":{{{}",
                         us(t),
-                        json_str(vm)
+                        label.args()
                     );
                     if let Some(c) = cpu {
                         let _ = write!(o, ",\"cpu\":{c}");
