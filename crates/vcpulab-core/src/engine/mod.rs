@@ -3298,6 +3298,17 @@ impl<S: Scheduler> Sim<S> {
 
     fn check_invariants(&mut self) {
         let mut seen = vec![false; self.st.tasks.len()];
+        if self.st.rate_model {
+            for (c, cpu) in self.st.cpus.iter().enumerate() {
+                if cpu.speed != self.speed_of(c) {
+                    self.st.error = Some(format!(
+                        "invariant: pCPU {c} runs at speed {} but its core and package give {}",
+                        cpu.speed,
+                        self.speed_of(c)
+                    ));
+                }
+            }
+        }
         for (c, cpu) in self.st.cpus.iter().enumerate() {
             if self.st.rate_model && cpu.busy != (cpu.curr != NONE) {
                 self.st.error = Some(format!(
