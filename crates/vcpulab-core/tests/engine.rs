@@ -609,19 +609,26 @@ fn progress_callback_is_called_and_changes_nothing() {
     assert!(seen.windows(2).all(|w| w[0] <= w[1]) && seen.iter().all(|f| (0.0..=1.0).contains(f)));
 }
 
+/// Runs the whole scenario traced; the run's output and its trace events.
+fn traced(sc: &Scenario) -> (vcpulab_core::api::RunOutput, Vec<serde_json::Value>) {
+    let opts = RunOptions {
+        trace_window: Some((0, u64::MAX)),
+        ..Default::default()
+    };
+    let mut out = vcpulab_core::api::run_full(sc, None, &opts).unwrap();
+    let mut trace: serde_json::Value =
+        serde_json::from_str(&out.trace_json.take().unwrap()).unwrap();
+    let events = trace["traceEvents"].take().as_array().unwrap().clone();
+    (out, events)
+}
+
 /// A trace's per-pCPU slices never overlap, and each vCPU's traced run time equals its
 /// cpu_time_s in the summary.
 #[test]
 fn trace_slices_do_not_overlap_and_add_up_to_cpu_time() {
     for s in scheduler_names() {
         let sc = scenario(&mixed(s));
-        let opts = RunOptions {
-            trace_window: Some((0, u64::MAX)),
-            ..Default::default()
-        };
-        let out = vcpulab_core::api::run_full(&sc, None, &opts).unwrap();
-        let trace: serde_json::Value = serde_json::from_str(&out.trace_json.unwrap()).unwrap();
-        let events = trace["traceEvents"].as_array().unwrap();
+        let (out, events) = traced(&sc);
         let mut per_cpu: std::collections::BTreeMap<u64, Vec<(f64, f64)>> = Default::default();
         let mut per_task: std::collections::BTreeMap<(String, u64), f64> = Default::default();
         let mut instants = 0;
@@ -688,13 +695,7 @@ fn trace_names_host_threads_and_adds_up_their_cpu_time() {
          [[host_thread]]\nname = \"iothread\"\nvm = \"g\"\nworkload = { kind = \"program\", ops = [ { op = \"compute\", duration = \"1ms\" }, { op = \"sleep\", duration = \"4ms\" } ] }\n\
          [[host_thread]]\nname = \"housekeeping\"\nworkload = { kind = \"program\", ops = [ { op = \"compute\", duration = \"2ms\" }, { op = \"sleep\", duration = \"8ms\" } ] }\n",
     );
-    let opts = RunOptions {
-        trace_window: Some((0, u64::MAX)),
-        ..Default::default()
-    };
-    let out = vcpulab_core::api::run_full(&sc, None, &opts).unwrap();
-    let trace: serde_json::Value = serde_json::from_str(&out.trace_json.unwrap()).unwrap();
-    let events = trace["traceEvents"].as_array().unwrap();
+    let (out, events) = traced(&sc);
     let track_names: Vec<&str> = events
         .iter()
         .filter(|e| e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] == 1)
