@@ -58,7 +58,8 @@ examples:
   vcpulab trace scenario.toml --seed 3 --from 1s --to 1.2s --out trace.json
 
 Open trace.json in https://ui.perfetto.dev (or chrome://tracing): a track per pCPU with
-what ran there, a track per vCPU with wake/halt/preempted/migrate/ipi events.
+what ran there, a track per vCPU (and per host thread) with wake/halt/preempted/migrate/ipi
+events.
 """
 
 

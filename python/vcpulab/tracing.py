@@ -1,9 +1,11 @@
 """Execution traces in the Chrome JSON trace format (open them in ui.perfetto.dev).
 
 Process 0 "pCPUs" has a track per pCPU with a slice (``ph: "X"``) named ``<vm>/vcpu<i>``
-for every stretch a vCPU ran there (args vm, vcpu, task); process 1 "vCPUs" has a track per
-vCPU with instant events (``ph: "i"``): wake, halt, preempted, migrate, ipi (args vm,
-vcpu, cpu, other). Timestamps are microseconds of simulated time.
+for every stretch a vCPU ran there (args vm, vcpu, task), or named after the host thread
+for a ``[[host_thread]]`` (args host_thread, its vm if any, task); process 1 "vCPUs" has a
+track per vCPU and per host thread with instant events (``ph: "i"``): wake, halt,
+preempted, migrate, ipi (args vm, vcpu or host_thread, cpu, other). Timestamps are
+microseconds of simulated time.
 """
 
 from __future__ import annotations

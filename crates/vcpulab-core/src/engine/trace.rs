@@ -1,7 +1,8 @@
 //! Execution traces in the Chrome JSON trace format, which Perfetto (ui.perfetto.dev) and
 //! chrome://tracing open. Process 0 ("pCPUs") has one track per pCPU with a slice for
-//! each stretch a vCPU ran there; process 1 ("vCPUs") has one track per vCPU carrying
-//! instant events that happen to a vCPU (wake-ups, IPIs, migrations, halts, ...).
+//! each stretch a vCPU or host thread ran there; process 1 ("vCPUs") has one track per
+//! vCPU and per host thread carrying the instant events that happen to it (wake-ups,
+//! IPIs, migrations, halts, ...).
 //!
 //! Tracing is off unless asked for: the engine checks one `Option` per traced point.
 
