@@ -2614,6 +2614,7 @@ impl<S: Scheduler> Sim<S> {
         // A VM whose last synchronous request this completes (CFQ): its held-back
         // writeback may go out once this thread is handled.
         let mut sync_done_in = None;
+        let mut wake = true;
         let th = &mut self.st.threads[id as usize];
         if th.io_pending > 0 {
             th.io_pending -= 1;
@@ -2639,15 +2640,12 @@ impl<S: Scheduler> Sim<S> {
             }
             // A completion below the window wakes the writer once; later ones (the
             // global mutex can hand several over together) find it already woken.
-            if th.io_pending >= th.io_wake_below || th.state != ThState::Blocked {
-                if let Some(vm) = sync_done_in {
-                    self.wake_async_writers(vm);
-                }
-                return;
-            }
+            wake = th.io_pending < th.io_wake_below && th.state == ThState::Blocked;
         }
-        th.state = ThState::Ready;
-        self.make_thread_ready(id);
+        if wake {
+            th.state = ThState::Ready;
+            self.make_thread_ready(id);
+        }
         if let Some(vm) = sync_done_in {
             self.wake_async_writers(vm);
         }
@@ -3298,28 +3296,26 @@ impl<S: Scheduler> Sim<S> {
 
     fn check_invariants(&mut self) {
         let mut seen = vec![false; self.st.tasks.len()];
-        if self.st.rate_model {
-            for (c, cpu) in self.st.cpus.iter().enumerate() {
-                if cpu.speed != self.speed_of(c) {
+        for (c, cpu) in self.st.cpus.iter().enumerate() {
+            if self.st.rate_model {
+                if cpu.busy != (cpu.curr != NONE) {
                     self.st.error = Some(format!(
-                        "invariant: pCPU {c} runs at speed {} but its core and package give {}",
-                        cpu.speed,
-                        self.speed_of(c)
+                        "invariant: pCPU {c} counted {} for the clock and SMT model but {}",
+                        if cpu.busy { "busy" } else { "idle" },
+                        if cpu.curr == NONE {
+                            "runs nothing"
+                        } else {
+                            "runs a task"
+                        }
                     ));
                 }
-            }
-        }
-        for (c, cpu) in self.st.cpus.iter().enumerate() {
-            if self.st.rate_model && cpu.busy != (cpu.curr != NONE) {
-                self.st.error = Some(format!(
-                    "invariant: pCPU {c} counted {} for the clock and SMT model but {}",
-                    if cpu.busy { "busy" } else { "idle" },
-                    if cpu.curr == NONE {
-                        "runs nothing"
-                    } else {
-                        "runs a task"
-                    }
-                ));
+                let expected = self.speed_of(c);
+                if cpu.speed != expected {
+                    self.st.error = Some(format!(
+                        "invariant: pCPU {c} runs at speed {} but its core and package give {expected}",
+                        cpu.speed
+                    ));
+                }
             }
             if cpu.curr == NONE {
                 if self.view.cpu_curr[c].is_some() {
