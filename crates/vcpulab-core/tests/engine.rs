@@ -252,7 +252,8 @@ threads = 3
     .unwrap();
 }
 
-/// CPU time handed out never exceeds pCPUs x duration, and busy + idle = pCPUs x duration.
+/// CPU time handed out never exceeds pCPUs x duration, and the time accounts close
+/// (busy + idle = pCPUs x duration; each vCPU runs, waits or halts throughout).
 #[test]
 fn cpu_time_handed_out_never_exceeds_pcpus_times_duration() {
     for s in scheduler_names() {
@@ -260,17 +261,7 @@ fn cpu_time_handed_out_never_exceeds_pcpus_times_duration() {
         let capacity = sum.host.pcpus as f64 * sum.duration_s;
         let handed: f64 = sum.vms.iter().map(|v| v.cpu_time_s).sum();
         assert!(handed <= capacity + 1e-9, "{s}: {handed} > {capacity}");
-        assert!((sum.host.busy_time_s + sum.host.idle_time_s - capacity).abs() < 1e-6);
-        for v in &sum.vms {
-            let accounted = v.cpu_time_s + v.wait_time_s + v.halted_time_s;
-            let expect = v.vcpu_count as f64 * sum.duration_s;
-            assert!(
-                (accounted - expect).abs() < 1e-6,
-                "{s}/{}: {accounted} vs {expect}",
-                v.name
-            );
-            assert!(v.spin_time_s <= v.cpu_time_s + 1e-9);
-        }
+        common::time_adds_up(&sum, s);
     }
 }
 

@@ -3,9 +3,10 @@
 //! host threads, split I/O, FT helpers) that the unit tests reach only one at a time. Each
 //! run's summary must also account for all of its time.
 
+mod common;
+
 use vcpulab_core::api::{run, RunOptions};
 use vcpulab_core::repro;
-use vcpulab_core::summary::Summary;
 use vcpulab_core::time::SimDuration;
 
 #[test]
@@ -31,53 +32,10 @@ fn every_reproduction_case_keeps_the_invariants() {
                 sc.warmup = SimDuration::ZERO;
                 let sum = run(&sc, None, &opts)
                     .unwrap_or_else(|err| panic!("{}/{} ({}): {err}", e.id, case.id, metric.name));
-                time_adds_up(&sum, &format!("{}/{} ({})", e.id, case.id, metric.name));
+                common::time_adds_up(&sum, &format!("{}/{} ({})", e.id, case.id, metric.name));
                 runs += 1;
             }
         }
     }
     assert!(runs > 100, "only {runs} runs");
-}
-
-/// The summary's time accounts close: every pCPU is busy or idle, every vCPU runs, waits
-/// or is halted, for the whole measured interval, and what the tasks ran is what the
-/// pCPUs were busy with.
-fn time_adds_up(sum: &Summary, what: &str) {
-    let measured = sum.duration_s - sum.warmup_s;
-    let capacity = sum.host.pcpus as f64 * measured;
-    let close = |a: f64, b: f64| (a - b).abs() < 1e-6 * b.max(1.0);
-    assert!(
-        close(sum.host.busy_time_s + sum.host.idle_time_s, capacity),
-        "{what}: busy {} + idle {} != {capacity}",
-        sum.host.busy_time_s,
-        sum.host.idle_time_s
-    );
-    let mut ran = 0.0;
-    for vm in &sum.vms {
-        for v in &vm.vcpus {
-            let accounted = v.cpu_time_s + v.wait_time_s + v.halted_time_s;
-            assert!(
-                close(accounted, measured),
-                "{what}: {}/vcpu{}: run {} + wait {} + halted {} != {measured}",
-                vm.name,
-                v.index,
-                v.cpu_time_s,
-                v.wait_time_s,
-                v.halted_time_s
-            );
-            assert!(
-                v.spin_time_s <= v.cpu_time_s + 1e-9,
-                "{what}: {}/vcpu{}",
-                vm.name,
-                v.index
-            );
-            ran += v.cpu_time_s;
-        }
-    }
-    ran += sum.host_threads.iter().map(|h| h.cpu_time_s).sum::<f64>();
-    assert!(
-        close(ran, sum.host.busy_time_s),
-        "{what}: tasks ran {ran} s, pCPUs were busy {} s",
-        sum.host.busy_time_s
-    );
 }
