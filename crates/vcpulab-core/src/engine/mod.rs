@@ -514,6 +514,10 @@ struct Task {
     /// to run (an idle CPU that gets a flush IPI leaves the mm, Linux `leave_mm`), so an
     /// idle vCPU is interrupted by at most one shootdown until it runs a thread again.
     in_mm: bool,
+    /// Its affinity holds every pCPU, so a pick needs no membership test: a 1024-pCPU set
+    /// lives on the heap, and testing it (or a separate flag array) missed the cache on
+    /// every dispatch, while this line is read by the dispatch anyway.
+    runs_anywhere: bool,
     // Line 1.
     /// Spin time has been charged to `c.spin_ns` up to here; None when not spinning.
     spin_since: Option<SimTime>,
@@ -528,6 +532,9 @@ struct Task {
     /// lookbusy's controller reads, is monotonic).
     run_ns_before_warmup: u64,
 }
+
+// What a dispatch reads stays on the first line (see the layout note above).
+const _: () = assert!(std::mem::offset_of!(Task, runs_anywhere) < 64);
 
 impl Task {
     fn new(vm: u32, ple_window: u64) -> Task {
@@ -547,6 +554,7 @@ impl Task {
             local: VecDeque::new(),
             pending_acks: Vec::new(),
             in_mm: false,
+            runs_anywhere: false,
             c: TaskCounters::default(),
             run_ns_before_warmup: 0,
             kv: KvmTask {
@@ -719,9 +727,6 @@ struct State {
     io_sync_since: Vec<SimTime>,
     /// Per task: its affinity was defaulted (so it must avoid isolated pCPUs).
     default_affinity: Vec<bool>,
-    /// Per task: its affinity holds every pCPU, so a pick needs no membership test (a
-    /// 1024-pCPU set lives on the heap: testing it missed the cache on every dispatch).
-    affinity_all: Vec<bool>,
     isolcpus: Option<CpuSet>,
     costs_ipi: SimDuration,
     /// The scheduler's promise for `--check-invariants` (asked after init).
@@ -1015,6 +1020,9 @@ impl<S: Scheduler> Sim<S> {
             turbo[0] / sc.host.base_ghz
         };
         let n_all_tasks = tasks.len();
+        for (task, info) in tasks.iter_mut().zip(&view.tasks) {
+            task.runs_anywhere = info.affinity.len() == ncpus;
+        }
         let io_sync_since = if sc.vms.iter().any(|v| v.elevator_cfq) {
             vec![SimTime::MAX; threads.len()]
         } else {
@@ -1102,11 +1110,6 @@ impl<S: Scheduler> Sim<S> {
             vm_async_waiters: vec![Vec::new(); nvms],
             io_sync_since,
             default_affinity,
-            affinity_all: view
-                .tasks
-                .iter()
-                .map(|t| t.affinity.len() == ncpus)
-                .collect(),
             isolcpus: sc.host.isolcpus.clone(),
             costs_ipi: sc.host.costs.ipi,
         };
@@ -1409,7 +1412,7 @@ impl<S: Scheduler> Sim<S> {
                 RunState::Running(c) => c == cpu,
                 RunState::Halted => false,
             };
-            let allowed = self.st.affinity_all[n as usize]
+            let allowed = self.st.tasks[n as usize].runs_anywhere
                 || self.view.tasks[n as usize].affinity.contains(cpu as usize);
             if !ok || !allowed {
                 self.fail(format!(
