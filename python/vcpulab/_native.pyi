@@ -36,8 +36,12 @@ def trace_text(
 ) -> tuple[str, str]:
     """Runs a scenario; returns (summary JSON, Chrome JSON trace of the window [from_ns, to_ns])."""
 
-def validate_text(text: str, origin: str, format: Literal["toml", "json"] = "toml") -> str:
-    """Validates a scenario given as text; returns a short JSON description of it."""
+def validate_text(
+    text: str, origin: str, format: Literal["toml", "json"] = "toml", force: bool = False
+) -> str:
+    """Validates a scenario given as text; returns a short JSON description of it. Refuses
+    (ScenarioError) a scenario estimated over the event limit, as run_text does, unless
+    ``force``."""
 
 def schedulers_json() -> str:
     """The schedulers (name, description, params) as JSON."""

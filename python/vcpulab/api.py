@@ -7,6 +7,8 @@ lazily, inside the functions that need them, so ``import vcpulab`` stays fast.
 from __future__ import annotations
 
 import json
+import math
+import operator
 import os
 from collections.abc import Iterable, Mapping
 
@@ -28,18 +30,70 @@ DICT_ORIGIN = "<dict>"
 _LATENCY_KEYS = ("count", "mean", "p50", "p90", "p99", "max")
 
 
+SEED_MAX = 2**63 - 1
+
+
+def check_seed(seed: Any) -> Optional[int]:
+    """A seed override as the core takes it: None, or an integer from 0 to 2**63-1 (the
+    range scenario files and the CLI accept)."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool):
+        raise TypeError("seed must be an integer, not a bool")
+    try:
+        value = operator.index(seed)
+    except TypeError:
+        raise TypeError(f"seed must be an integer, not {type(seed).__name__}") from None
+    if not 0 <= value <= SEED_MAX:
+        raise ValueError(f"seed must be from 0 to 2**63-1, got {value}")
+    return value
+
+
+def _json_key_path(value: Any, path: str = "") -> Optional[tuple[str, str]]:
+    """The key path of the first value ``json.dumps(allow_nan=False)`` refuses, and why."""
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                return path or "(top level)", f"key {k!r} is not a string"
+            found = _json_key_path(v, f"{path}.{k}" if path else k)
+            if found:
+                return found
+        return None
+    if isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            found = _json_key_path(v, f"{path}[{i}]")
+            if found:
+                return found
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return path, f"{value} is not a finite number"
+    if value is None or isinstance(value, (str, int, float)):
+        return None
+    return path, f"a {type(value).__name__} cannot be sent as JSON; use a string, number, boolean, list or dict"
+
+
 def _scenario_text(scenario: ScenarioLike) -> tuple[str, str, str]:
     """(text, origin, format) of a scenario given as a path or a dict."""
     if isinstance(scenario, Mapping):
         try:
             text = json.dumps(scenario, allow_nan=False)
         except (TypeError, ValueError) as e:
+            found = _json_key_path(scenario)
+            if found:
+                raise ScenarioError(f"{DICT_ORIGIN}: {found[0]}: {found[1]}") from None
             raise ScenarioError(f"{DICT_ORIGIN}: cannot be sent as JSON: {e}") from None
         return text, DICT_ORIGIN, "json"
     if isinstance(scenario, (str, os.PathLike)):
         path = os.fspath(scenario)
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        with open(path, "rb") as f:
+            raw = f.read()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ScenarioError(
+                f"{path}: not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start}); "
+                "scenario files are TOML or JSON in UTF-8"
+            ) from None
         fmt = "json" if path.lower().endswith(".json") else "toml"
         return text, path, fmt
     raise TypeError(
@@ -185,15 +239,18 @@ def run(scenario: ScenarioLike, seed: Optional[int] = None, check_invariants: bo
     :class:`ScenarioError` naming the estimate and its dominant part; ``force=True`` runs
     them anyway.
     """
+    seed = check_seed(seed)
     text, origin, fmt = _scenario_text(scenario)
     return Result(_native.run_text(text, origin, fmt, seed, check_invariants, force))
 
 
-def validate(scenario: ScenarioLike) -> dict[str, Any]:
+def validate(scenario: ScenarioLike, force: bool = False) -> dict[str, Any]:
     """Checks a scenario without running it; returns a short description
-    (name, scheduler, duration_s, seed, pcpus, vms[{name, vcpus, workloads}])."""
+    (name, scheduler, duration_s, seed, pcpus, estimated_events, vms[{name, vcpus,
+    workloads}]). Gives :func:`run`'s verdict: a scenario estimated over the event limit
+    raises :class:`ScenarioError` unless ``force=True``."""
     text, origin, fmt = _scenario_text(scenario)
-    return json.loads(_native.validate_text(text, origin, fmt))
+    return json.loads(_native.validate_text(text, origin, fmt, force))
 
 
 def schedulers() -> list[dict[str, Any]]:
@@ -249,6 +306,7 @@ def reproduce(
     stderr once the run has taken more than two seconds. ``on_row`` is called with each
     row as soon as its experiment finishes (normalised metrics need the whole experiment).
     """
+    seed = check_seed(seed)
     exps = _select(names)
     jobs = [(e["id"], c["id"]) for e in exps for c in e["cases"]]
     bar = None

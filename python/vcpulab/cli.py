@@ -83,7 +83,10 @@ def _atomic_write(path: str, write: Callable[[str], None]) -> None:
     import tempfile
 
     directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, path) from None  # the caller's name, not the temporary one
     os.close(fd)
     try:
         write(tmp)
@@ -150,7 +153,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    d = api.validate(args.scenario)
+    d = api.validate(args.scenario, force=args.force)
     from ._format import plural
 
     vms = "; ".join(f"{v['name']}: {plural(v['vcpus'], 'vCPU')}, {plural(v['workloads'], 'workload')}" for v in d["vms"])
@@ -229,6 +232,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             raise api.NotFoundError("--scenario CASE needs exactly one experiment id")
         sys.stdout.write(api.experiment_scenario(args.names[0], args.scenario, args.metric))
         return EXIT_OK
+    if args.metric is not None:
+        raise CliError("--metric selects the metric of the case --scenario prints; give --scenario CASE too")
     exps = api._select(args.names or None)
     if args.list:
         if args.json:
@@ -302,9 +307,12 @@ def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
 
     if wanted("validate"):
         v = sub.add_parser("validate", help="check a scenario without running it", formatter_class=raw,
-                           description="Check a scenario file; print OK and a short description, or the error (exit 2).",
+                           description="Check a scenario file as run would (including its refusal of runs estimated "
+                                       "over 5e10 events); print OK and a short description, or the error (exit 2).",
                            epilog="example:\n  vcpulab validate scenario.toml\n")
         v.add_argument("scenario", metavar="SCENARIO", help="scenario file")
+        v.add_argument("--force", action="store_true",
+                       help="accept a scenario estimated to take hours (over 5e10 events), as run --force does")
         v.set_defaults(func=cmd_validate)
 
     if wanted("schedulers"):

@@ -37,7 +37,8 @@ hold dots or brackets with double quotes.
 COMPARE_EPILOG = """\
 examples:
   vcpulab compare overcommit.toml --a scheduler.name=rr --b scheduler.name=hyperv-root
-  vcpulab compare overcommit.toml --a 'vm[1].vcpus=4' --b 'vm[1].vcpus=8' --seeds 20 \\
+  vcpulab compare overcommit.toml --a 'vm[1].vcpus=4' --a 'vm[1].workload[0].threads=4' \\
+      --b 'vm[1].vcpus=8' --b 'vm[1].workload[0].threads=8' --seeds 20 \\
       --metric vm.web.latency_ms.p99 --metric 'vm.*.throughput'
 
 Both variants run with seeds 1..N; B-A is the mean per-seed difference with its 95% CI.
@@ -298,7 +299,7 @@ def register(sub: Any, wanted: Callable[[str], bool]) -> None:
         c = sub.add_parser("compare", help="compare two variants of a scenario over seeds (means, 95%% CI)",
                            epilog=COMPARE_EPILOG, formatter_class=raw,
                            description="Run a scenario as variant A and variant B (key path edits) with the same seeds; "
-                                       "print each metric's mean for A and B and the difference with its 95%% CI.")
+                                       "print each metric's mean for A and B and the difference with its 95% CI.")
         c.add_argument("scenario", metavar="SCENARIO", help="scenario file")
         c.add_argument("--a", action="append", default=[], metavar="KEY=VALUE", required=True,
                        help="an edit for variant A (repeatable), e.g. scheduler.name=rr")

@@ -141,7 +141,12 @@ def format_table(res: Mapping[str, Any]) -> str:
     for r in res["metrics"]:
         d = r["diff"]
         sig = d["n"] > 1 and (d["ci_lo"] > 0 or d["ci_hi"] < 0)
-        diff = "-" if d["n"] == 0 else f"{d['mean']:+.4g} [{d['ci_lo']:+.3g}, {d['ci_hi']:+.3g}]"
+        if d["n"] == 0:
+            diff = "-"
+        elif d["ci_lo"] != d["ci_lo"]:  # NaN: one seed gives no interval
+            diff = f"{d['mean']:+.4g}"
+        else:
+            diff = f"{d['mean']:+.4g} [{d['ci_lo']:+.3g}, {d['ci_hi']:+.3g}]"
         rel = r["rel_change"]
         rows.append([r["metric"], est(r["a"]), est(r["b"]), diff, "-" if rel != rel else f"{100 * rel:+.1f}%", "*" if sig else ""])
     head = (

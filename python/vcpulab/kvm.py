@@ -237,11 +237,18 @@ def to_config(sc: Mapping[str, Any], origin: str = "<dict>", duration: Optional[
     """Validates a KVM scenario; returns (harness config, meta for the summary)."""
     ctx = _Ctx(origin)
     sc = ctx.keys(sc, TOP_KEYS, "")
-    if "duration" not in sc and duration is None:
-        raise ctx.err("duration", "required")
-    dur_ns = ctx.dur(duration if duration is not None else sc["duration"], "duration")
-    if dur_ns <= 0:
-        raise ctx.err("duration", "must be > 0")
+    if duration is not None:
+        # An override from the command line: blame the flag, not the scenario file.
+        flag = _Ctx("--duration")
+        dur_ns = flag.dur(duration, "")
+        if dur_ns <= 0:
+            raise flag.err("", "must be > 0")
+    else:
+        if "duration" not in sc:
+            raise ctx.err("duration", "required")
+        dur_ns = ctx.dur(sc["duration"], "duration")
+        if dur_ns <= 0:
+            raise ctx.err("duration", "must be > 0")
     kvm = ctx.keys(sc.get("kvm", {}), KVM_KEYS, "kvm")
     reps = ctx.int_(kvm.get("repetitions", 3), "kvm.repetitions", 1, 1000)
     cfg: dict[str, Any] = {"duration_ns": dur_ns, "seed": ctx.int_(sc.get("seed", 1), "seed", 0)}

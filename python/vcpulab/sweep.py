@@ -456,9 +456,17 @@ def atomic_write_text(path: str, text: str) -> None:
     """Writes via a temporary file in the same directory + os.replace: readers (and a
     resumed sweep) see either no file or the complete one."""
     tmp = f"{os.path.dirname(path) or '.'}/.{os.path.basename(path)}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        # Name the file the caller asked for, not the temporary one.
+        raise OSError(e.errno, e.strerror, path) from None
 
 
 def read_record(path: str) -> Optional[dict[str, Any]]:
@@ -585,6 +593,12 @@ def run_sweep(
     on_record: Optional[Callable[[str, str], None]] = None,
 ) -> SweepOutcome:
     """Runs a sweep file into ``out_dir`` (default ``<sweep name>-results``); see the module doc."""
+    import importlib.util
+
+    # Checked first: the results tables are written after every run has finished.
+    if importlib.util.find_spec("pyarrow") is None:
+        raise ScenarioError("vcpulab sweep writes its results as Parquet and needs pyarrow: "
+                            "pip install 'vcpulab[sweep]'")
     sweep = load(sweep_path)
     runs = sweep.runs()
     ids = [r.run_id for r in runs]

@@ -16,7 +16,7 @@ import re
 from typing import Any, Optional, Union
 
 from . import _native
-from .api import Result, ScenarioLike, _scenario_text
+from .api import Result, ScenarioLike, _scenario_text, check_seed
 
 TimeLike = Union[int, str, None]
 
@@ -76,6 +76,7 @@ def trace(
     """Runs a scenario with tracing on; ``window = (from, to)`` (ns or duration strings such as
     ``("1s", "1.2s")``, either may be None) limits what is recorded. The summary is the
     same as :func:`vcpulab.run` gives."""
+    seed = check_seed(seed)
     lo, hi = window if window is not None else (None, None)
     from_ns = parse_time(lo, "window start")
     to_ns = parse_time(hi, "window end")
@@ -84,6 +85,12 @@ def trace(
     if to_ns <= from_ns:
         raise ValueError(f"empty trace window: end ({hi}) is not after start ({lo})")
     text, origin, fmt = _scenario_text(scenario)
+    duration_ns = round(json.loads(_native.validate_text(text, origin, fmt, True))["duration_s"] * 1e9)
+    if from_ns >= duration_ns:
+        raise ValueError(
+            f"empty trace window: it starts at {lo}, at or after the scenario's end "
+            f"({duration_ns / 1e9:g} s)"
+        )
     summary, tr = _native.trace_text(text, origin, fmt, seed, from_ns, to_ns)
     return Trace(summary, tr, (from_ns, to_ns))
 

@@ -98,6 +98,33 @@ def test_dict_errors_say_dict(program: dict):
         vcpulab.run({"duration": object()})
 
 
+def test_dict_values_json_cannot_carry_are_named_by_key_path(program: dict):
+    import datetime
+
+    bad = copy.deepcopy(program)
+    bad["vm"][1]["weight"] = float("nan")
+    with pytest.raises(vcpulab.ScenarioError, match=r"^<dict>: vm\[1\]\.weight: nan is not a finite number"):
+        vcpulab.run(bad)
+    bad["vm"][1]["weight"] = datetime.date(2026, 1, 1)
+    with pytest.raises(vcpulab.ScenarioError, match=r"^<dict>: vm\[1\]\.weight: a date cannot be sent as JSON"):
+        vcpulab.validate(bad)
+
+
+@pytest.mark.parametrize("seed, exc", [(-1, ValueError), (2**63, ValueError), (2**64, ValueError),
+                                       (1.5, TypeError), (True, TypeError), ("7", TypeError)])
+def test_seed_overrides_outside_the_scenario_range_are_refused(program: dict, seed, exc):
+    with pytest.raises(exc, match="seed"):
+        vcpulab.run(program, seed=seed)
+    with pytest.raises(exc, match="seed"):
+        vcpulab.trace(program, seed=seed)
+    with pytest.raises(exc, match="seed"):
+        vcpulab.reproduce(["hyperv-root"], seed=seed)
+
+
+def test_the_largest_seed_is_accepted(program: dict):
+    assert vcpulab.run(program, seed=2**63 - 1).summary["seed"] == 2**63 - 1
+
+
 def test_validate_description(program_toml: Path):
     d = vcpulab.validate(program_toml)
     assert d["name"] == "program-mix"

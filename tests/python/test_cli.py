@@ -157,6 +157,15 @@ def test_run_out_unwritable_is_an_error(program_toml: Path, tmp_path: Path):
     assert_no_traceback(p)
 
 
+def test_a_write_error_names_the_users_path_not_a_temporary_file(program_toml: Path, tmp_path: Path):
+    target = tmp_path / "missing-dir" / "t.json"
+    for args in (["run", str(program_toml), "--trace", str(target)],
+                 ["trace", str(program_toml), "--out", str(target)]):
+        p = run_cli(*args)
+        assert p.returncode == 2, (args, p.stderr)
+        assert p.stderr.strip() == f"vcpulab: error: {target}: No such file or directory", p.stderr
+
+
 # ---------------------------------------------------------------------- determinism
 
 
@@ -220,6 +229,22 @@ def test_api_run_force():
     assert vcpulab.run(_toml_dict(LONG_IDLE), force=True).summary
 
 
+def test_validate_gives_runs_verdict_on_a_days_long_run(tmp_path: Path):
+    f = tmp_path / "long.toml"
+    f.write_text(LONG_IDLE)
+    p = run_cli("validate", str(f))
+    assert p.returncode == 2, p.stdout
+    assert "estimated" in p.stderr and "--force" in p.stderr, p.stderr
+    assert_no_traceback(p)
+    p = run_cli("validate", str(f), "--force")
+    assert p.returncode == 0 and p.stdout.startswith("OK"), p.stderr
+    import vcpulab
+
+    with pytest.raises(vcpulab.ScenarioError, match="estimated"):
+        vcpulab.validate(_toml_dict(LONG_IDLE))
+    assert vcpulab.validate(_toml_dict(LONG_IDLE), force=True)["estimated_events"] > 5e10
+
+
 def _toml_dict(text: str) -> dict:
     assert text == LONG_IDLE
     return {
@@ -277,6 +302,26 @@ def test_validate_errors_name_file_key_and_problem(case: str, tmp_path: Path):
         assert msg.startswith(f"vcpulab: error: {path}: {key}: "), msg
         for w in words:
             assert w in msg.split(f"{key}: ", 1)[1], f"{w!r} not in {msg!r}"
+
+
+def test_a_misspelt_required_key_is_named_as_the_typo(tmp_path: Path):
+    path = tmp_path / "typo.toml"
+    path.write_text(_with(PROGRAM_SCENARIO, "cores_per_socket", "cores_per_sockt"))
+    p = run_cli("validate", str(path))
+    assert p.returncode == 2
+    assert p.stderr.startswith(
+        f'vcpulab: error: {path}: host.cores_per_sockt: unknown key (did you mean "cores_per_socket"?'
+    ), p.stderr
+
+
+def test_a_file_that_is_not_utf8_is_a_scenario_error(tmp_path: Path):
+    path = tmp_path / "bin.toml"
+    path.write_bytes(b'name = "x"\n\xff\xfe\n')
+    for cmd in ("validate", "run"):
+        p = run_cli(cmd, str(path))
+        assert p.returncode == 2, (cmd, p.stderr)
+        assert p.stderr.startswith(f"vcpulab: error: {path}: not UTF-8 text (byte 0xff at offset 11)"), p.stderr
+        assert_no_traceback(p)
 
 
 def test_validate_syntax_error_names_file(tmp_path: Path):
@@ -392,6 +437,13 @@ def test_reproduce_unknown_name():
     assert p.stdout == ""
     assert p.stderr.startswith('vcpulab: error: unknown experiment "no-such-experiment"')
     assert "hyperv-root" in p.stderr
+    assert_no_traceback(p)
+
+
+def test_reproduce_metric_without_scenario_is_a_usage_error():
+    p = run_cli("reproduce", "hyperv-root", "--metric", "x")
+    assert p.returncode == 2 and p.stdout == ""
+    assert "--metric" in p.stderr and "--scenario" in p.stderr, p.stderr
     assert_no_traceback(p)
 
 

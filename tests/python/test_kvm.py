@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+import vcpulab
 from vcpulab import _native, cli, kvm
 
 KVM_OK, KVM_WHY = kvm.kvm_available()
@@ -132,6 +133,16 @@ def test_bad_scenarios_exit_2(tmp_path, capsys):
     p.write_text(json.dumps(bad))
     code, _, err = run_cli(capsys, "kvm", "run", str(p))
     assert code == 2 and "colour: unknown key" in err
+
+
+def test_a_bad_duration_override_blames_the_flag():
+    sc = {"name": "b", "duration": "1s", "vm": [{"name": "g", "vcpus": 1}]}
+    with pytest.raises(vcpulab.ScenarioError, match=r"^--duration: expected a duration .* got '5'"):
+        kvm.to_config(sc, "b.toml", duration="5")
+    with pytest.raises(vcpulab.ScenarioError, match=r"^--duration: must be > 0"):
+        kvm.to_config(sc, "b.toml", duration="0s")
+    with pytest.raises(vcpulab.ScenarioError, match=r"^b\.toml: duration: expected a duration"):
+        kvm.to_config(dict(sc, duration="5"), "b.toml")
 
 
 def test_shipped_kvm_scenarios_validate():

@@ -230,6 +230,20 @@ def test_missing_base_and_existing_results(tmp_path):
     assert res.returncode == 2 and "different base scenario" in res.stderr
 
 
+def test_a_sweep_without_pyarrow_stops_before_running_anything(tmp_path, monkeypatch):
+    import importlib.util
+
+    import vcpulab
+    from vcpulab.sweep import run_sweep
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pyarrow" else real(name, *a))
+    sw = write_sweep(tmp_path, SMALL)
+    with pytest.raises(vcpulab.ScenarioError, match=r"needs pyarrow: pip install 'vcpulab\[sweep\]'"):
+        run_sweep(str(sw), out_dir=str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+
+
 def test_compare_two_schedulers(tmp_path):
     res = run_cli("compare", str(OVERCOMMIT), "--a", "scheduler.name=rr", "--b", "scheduler.name=hyperv-root",
                   "--seeds", "4", "--metric", "vm.web.latency_ms.p99", "--metric", "vm.*.throughput", "--json")
@@ -252,6 +266,20 @@ def test_compare_two_schedulers(tmp_path):
     assert bad.returncode == 2 and "--b" in bad.stderr and "scheduler.nme" in bad.stderr
     bad = run_cli("compare", str(OVERCOMMIT), "--a", "seed=1", "--b", "seed=2", "--seeds", "2", "--metric", "vm.nope")
     assert bad.returncode == 2 and "unknown metric" in bad.stderr
+
+
+def test_compare_with_one_seed_prints_no_interval_and_help_has_no_doubled_percent():
+    from vcpulab.compare import format_table
+
+    nan = float("nan")
+    one = {"mean": 2.0, "ci_lo": nan, "ci_hi": nan, "n": 1, "sd": nan}
+    res = {"a": ["seed=1"], "b": ["seed=2"], "seeds": [1],
+           "metrics": [{"metric": "vm.web.throughput", "a": one, "b": dict(one, mean=3.0),
+                        "diff": dict(one, mean=1.0), "rel_change": 0.5}]}
+    row = next(line for line in format_table(res).splitlines() if line.startswith("vm.web.throughput"))
+    assert "+1" in row and "[" not in row and "nan" not in row, row
+    help_text = run_cli("compare", "--help").stdout
+    assert "95% CI" in help_text and "%%" not in help_text
 
 
 def test_statistics():

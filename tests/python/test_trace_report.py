@@ -129,7 +129,7 @@ def test_trace_cli_window_and_run_trace(tmp_path):
     assert a.returncode == 0, a.stderr
     assert a.stdout == b.stdout
     check_trace(json.loads(t2.read_text()), json.loads(a.stdout))
-    for bad in (["--from", "1 sec"], ["--from", "2s", "--to", "1s"]):
+    for bad in (["--from", "1 sec"], ["--from", "2s", "--to", "1s"], ["--from", "5s", "--to", "6s"]):
         res = run_cli("trace", str(sc), *bad, "--out", str(tmp_path / "x.json"))
         assert res.returncode == 2 and "vcpulab: error:" in res.stderr
 

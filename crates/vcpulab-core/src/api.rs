@@ -284,8 +284,9 @@ pub fn estimate_events(sc: &Scenario) -> f64 {
     estimate_parts(sc).total()
 }
 
-/// Refuses scenarios estimated to exceed `MAX_ESTIMATED_EVENTS`.
-fn check_size(sc: &Scenario) -> Result<(), Error> {
+/// Refuses scenarios estimated to exceed `MAX_ESTIMATED_EVENTS` (what `run` does unless
+/// forced; `validate` gives the same verdict).
+pub fn check_size(sc: &Scenario) -> Result<(), Error> {
     let est = estimate_parts(sc);
     let total = est.total();
     if total <= MAX_ESTIMATED_EVENTS {

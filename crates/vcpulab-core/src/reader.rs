@@ -157,13 +157,24 @@ impl<'a> Table<'a> {
     }
 
     pub fn req(&self, key: &str) -> Res<Owned<'a>> {
-        self.get(key).ok_or_else(|| {
-            ScenarioError::new(
-                self.origin,
-                join(&self.path, key),
-                "is required but missing",
-            )
-        })
+        if let Some(o) = self.get(key) {
+            return Ok(o);
+        }
+        // A misspelt required key is both missing and unknown: name the typo, as `finish`
+        // would, rather than only the key it stands for.
+        if key.len() >= 3 {
+            if let Some(typo) = self
+                .map
+                .keys()
+                .find(|k| closest(k, &[key]).is_some() && (key.len() >= 4 || lev(k, key) <= 1))
+            {
+                return self.err(
+                    typo,
+                    format!("unknown key (did you mean {key:?}? it is required)"),
+                );
+            }
+        }
+        self.err(key, "is required but missing")
     }
 
     pub fn has(&self, key: &str) -> bool {
@@ -219,22 +230,24 @@ impl<'a> Table<'a> {
     }
 }
 
+/// Edit distance (insertions, deletions, substitutions).
+fn lev(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        let mut cur = vec![i; b.len() + 1];
+        for j in 1..=b.len() {
+            let sub = prev[j - 1] + usize::from(a[i - 1] != b[j - 1]);
+            cur[j] = sub.min(prev[j] + 1).min(cur[j - 1] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
 /// The allowed word closest to a typo (edit distance at most 2), for "did you mean".
 pub fn closest<'b>(word: &str, allowed: &[&'b str]) -> Option<&'b str> {
-    fn lev(a: &str, b: &str) -> usize {
-        let a: Vec<char> = a.chars().collect();
-        let b: Vec<char> = b.chars().collect();
-        let mut prev: Vec<usize> = (0..=b.len()).collect();
-        for i in 1..=a.len() {
-            let mut cur = vec![i; b.len() + 1];
-            for j in 1..=b.len() {
-                let sub = prev[j - 1] + usize::from(a[i - 1] != b[j - 1]);
-                cur[j] = sub.min(prev[j] + 1).min(cur[j - 1] + 1);
-            }
-            prev = cur;
-        }
-        prev[b.len()]
-    }
     allowed
         .iter()
         .map(|c| (lev(word, c), *c))

@@ -396,21 +396,32 @@ fn parse_dist_with(o: &Owned, scalar: &dyn Fn(&Owned) -> Res<f64>) -> Res<Dist> 
         toml::Value::Table(_) => {
             let t = o.table()?;
             let kind = t.req("dist")?.str()?;
-            let d = match kind {
-                "fixed" => Dist::Fixed(scalar(&t.req("value")?)?),
-                "exp" | "exponential" => Dist::Exp { mean: scalar(&t.req("mean")?)? },
+            // Each distribution takes its own keys: a key another one takes (`sd` with
+            // `exp`) is unknown here, and the error lists what this one takes.
+            let (d, allowed): (Dist, &[&str]) = match kind {
+                "fixed" => (Dist::Fixed(scalar(&t.req("value")?)?), &["dist", "value"]),
+                "exp" | "exponential" => (
+                    Dist::Exp { mean: scalar(&t.req("mean")?)? },
+                    &["dist", "mean"],
+                ),
                 "uniform" => {
                     let (lo, hi) = (scalar(&t.req("min")?)?, scalar(&t.req("max")?)?);
                     if lo > hi {
                         return t.err("min", "must not exceed max");
                     }
-                    Dist::Uniform { lo, hi }
+                    (Dist::Uniform { lo, hi }, &["dist", "min", "max"])
                 }
-                "normal" => Dist::Normal { mean: scalar(&t.req("mean")?)?, sd: scalar(&t.req("sd")?)? },
-                "lognormal" => Dist::LogNormal {
-                    median: scalar(&t.req("median")?)?,
-                    sigma: t.req("sigma")?.f64_in(0.0, 10.0)?,
-                },
+                "normal" => (
+                    Dist::Normal { mean: scalar(&t.req("mean")?)?, sd: scalar(&t.req("sd")?)? },
+                    &["dist", "mean", "sd"],
+                ),
+                "lognormal" => (
+                    Dist::LogNormal {
+                        median: scalar(&t.req("median")?)?,
+                        sigma: t.req("sigma")?.f64_in(0.0, 10.0)?,
+                    },
+                    &["dist", "median", "sigma"],
+                ),
                 other => {
                     return t.err(
                         "dist",
@@ -418,9 +429,7 @@ fn parse_dist_with(o: &Owned, scalar: &dyn Fn(&Owned) -> Res<f64>) -> Res<Dist> 
                     )
                 }
             };
-            t.finish(&[
-                "dist", "value", "mean", "min", "max", "sd", "median", "sigma",
-            ])?;
+            t.finish(allowed)?;
             Ok(d)
         }
         _ => Ok(Dist::Fixed(scalar(o)?)),

@@ -496,6 +496,44 @@ fn bad_input_unknown_key_names_file_path_and_allowed_keys() {
 }
 
 #[test]
+fn bad_input_misspelt_required_key_is_named_as_the_typo() {
+    // Without the right key beside it, a typo of a required key used to be reported only
+    // as the required key missing.
+    let m = bad("duration = \"1s\"\n[host]\ncores_per_sockt = 4\n[scheduler]\nname = \"rr\"\n[[vm]]\nname = \"a\"\nvcpus = 1\n");
+    assert!(
+        m.starts_with(
+            "bad.toml: host.cores_per_sockt: unknown key (did you mean \"cores_per_socket\"?"
+        ),
+        "{m}"
+    );
+    let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpu = 2\n"));
+    assert!(
+        m.starts_with("bad.toml: vm[0].vcpu: unknown key (did you mean \"vcpus\"?"),
+        "{m}"
+    );
+    // Two edits on a short key still count (a swap is two); nothing close: plain missing.
+    let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\n[[vm.workload]]\nkind = \"program\"\nops = [{{ op = \"lock\", lock = \"l\", hodl = \"1us\" }}]\n"));
+    assert!(
+        m.contains("ops[0].hodl: unknown key (did you mean \"hold\"?"),
+        "{m}"
+    );
+    let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nweight = 2\n"));
+    assert!(
+        m.starts_with("bad.toml: vm[0].vcpus: is required but missing"),
+        "{m}"
+    );
+}
+
+#[test]
+fn bad_input_key_of_another_distribution_lists_this_ones_keys() {
+    let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\n[[vm.workload]]\nkind = \"program\"\nops = [{{ op = \"compute\", duration = {{ dist = \"exp\", mean = \"1ms\", sd = \"1us\" }} }}]\n"));
+    assert!(
+        m.contains("duration.sd: unknown key; allowed keys here: dist, mean"),
+        "{m}"
+    );
+}
+
+#[test]
 fn bad_input_negative_duration() {
     let m = bad("duration = \"-5s\"\n[host]\ncores_per_socket = 1\n[scheduler]\nname = \"rr\"\n[[vm]]\nname = \"a\"\nvcpus = 1\n");
     assert!(m.starts_with("bad.toml: duration:"), "{m}");

@@ -104,11 +104,15 @@ fn trace_text(
     .map_err(to_py)
 }
 
-/// Validates a scenario given as text; returns a short JSON description of it.
+/// Validates a scenario given as text; returns a short JSON description of it. Like
+/// `run_text`, refuses a scenario estimated over the event limit unless `force`.
 #[pyfunction]
-#[pyo3(signature = (text, origin, format="toml"))]
-fn validate_text(text: &str, origin: &str, format: &str) -> PyResult<String> {
+#[pyo3(signature = (text, origin, format="toml", force=false))]
+fn validate_text(text: &str, origin: &str, format: &str, force: bool) -> PyResult<String> {
     let sc = parse(text, origin, format).map_err(to_py)?;
+    if !force {
+        api::check_size(&sc).map_err(to_py)?;
+    }
     // Built with serde_json: names may hold any Unicode, which Rust's `{:?}` would escape
     // in a way JSON does not accept (e.g. `\u{200b}`).
     let vms: Vec<serde_json::Value> = sc
@@ -122,6 +126,7 @@ fn validate_text(text: &str, origin: &str, format: &str) -> PyResult<String> {
         "duration_s": sc.duration.as_secs_f64(),
         "seed": sc.seed,
         "pcpus": sc.host.ncpus(),
+        "estimated_events": api::estimate_events(&sc),
         "vms": vms,
     });
     Ok(desc.to_string())
