@@ -300,14 +300,16 @@ def main(argv=None) -> int:
         binary, why = build_rust(a.ref_dir, a.build_dir)
         if binary is None:
             engines.remove("rust")
-            notes.append(f"plain-Rust reference skipped: {why} (the reference programs are not part of "
-                         "this repository: point --ref-dir at a copy of rr-overcommit)")
+            hint = (" (the reference programs are not part of this repository: point --ref-dir at a copy "
+                    "of rr-overcommit)") if why.startswith("no reference sources") else ""
+            notes.append(f"plain-Rust reference skipped: {why}{hint}")
         ctx["rust_bin"] = binary
     if "simpy" in engines:
         ok, why = simpy_available(a.ref_dir)
         if not ok:
             engines.remove("simpy")
-            notes.append(f"SimPy reference skipped: {why} (--ref-dir: where rr_simpy.py is)")
+            hint = " (point --ref-dir at a copy of rr-overcommit)" if why.startswith("no ") else ""
+            notes.append(f"SimPy reference skipped: {why}{hint}")
 
     results = {"command": "python scripts/bench.py " + " ".join(sys.argv[1:] if argv is None else argv),
                "machine": machine(), "reps": a.reps, "engines": engines, "sizes": {}, "ratios": {}, "notes": notes}

@@ -45,31 +45,52 @@ def check_seed(seed: Any) -> Optional[int]:
     except TypeError:
         raise TypeError(f"seed must be an integer, not {type(seed).__name__}") from None
     if not 0 <= value <= SEED_MAX:
-        raise ValueError(f"seed must be from 0 to 2**63-1, got {value}")
+        shown = str(value) if value.bit_length() <= 128 else f"an integer of {value.bit_length()} bits"
+        raise ValueError(f"seed must be from 0 to 2**63-1, got {shown}")
     return value
 
 
-def _json_key_path(value: Any, path: str = "") -> Optional[tuple[str, str]]:
+_JSON_KEY_TYPES = (str, int, float, bool, type(None))
+
+
+def _json_key_path(value: Any, path: str = "", enclosing: Optional[set[int]] = None) -> Optional[tuple[str, str]]:
     """The key path of the first value ``json.dumps(allow_nan=False)`` refuses, and why."""
+    where = path or "(top level)"
+    if not isinstance(value, (Mapping, list, tuple)):
+        return _json_scalar_problem(value, where)
+    enclosing = set() if enclosing is None else enclosing
+    if id(value) in enclosing:
+        return where, "refers back to a dict or list that contains it (a circular reference)"
+    enclosing.add(id(value))
+    try:
+        return _json_container_problem(value, path, where, enclosing)
+    finally:
+        enclosing.discard(id(value))
+
+
+def _json_container_problem(value: Any, path: str, where: str, enclosing: set[int]) -> Optional[tuple[str, str]]:
     if isinstance(value, Mapping):
         for k, v in value.items():
-            if not isinstance(k, str):
-                return path or "(top level)", f"key {k!r} is not a string"
-            found = _json_key_path(v, f"{path}.{k}" if path else k)
+            if not isinstance(k, _JSON_KEY_TYPES) or (isinstance(k, float) and not math.isfinite(k)):
+                return where, f"key {k!r} cannot be sent as JSON; use a string"
+            found = _json_key_path(v, f"{path}.{k}" if path else str(k), enclosing)
             if found:
                 return found
         return None
-    if isinstance(value, (list, tuple)):
-        for i, v in enumerate(value):
-            found = _json_key_path(v, f"{path}[{i}]")
-            if found:
-                return found
-        return None
+    for i, v in enumerate(value):
+        found = _json_key_path(v, f"{path}[{i}]", enclosing)
+        if found:
+            return found
+    return None
+
+
+def _json_scalar_problem(value: Any, where: str) -> Optional[tuple[str, str]]:
     if isinstance(value, float) and not math.isfinite(value):
-        return path, f"{value} is not a finite number"
+        return where, f"{value} is not a finite number"
     if value is None or isinstance(value, (str, int, float)):
         return None
-    return path, f"a {type(value).__name__} cannot be sent as JSON; use a string, number, boolean, list or dict"
+    return where, (f"a value of type {type(value).__name__} cannot be sent as JSON; convert it to a str, "
+                   "int, float, bool, list or dict")
 
 
 def _scenario_text(scenario: ScenarioLike) -> tuple[str, str, str]:
@@ -94,6 +115,8 @@ def _scenario_text(scenario: ScenarioLike) -> tuple[str, str, str]:
                 f"{path}: not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start}); "
                 "scenario files are TOML or JSON in UTF-8"
             ) from None
+        # As reading in text mode did: \r\n and a lone \r end lines too.
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
         fmt = "json" if path.lower().endswith(".json") else "toml"
         return text, path, fmt
     raise TypeError(
@@ -246,8 +269,8 @@ def run(scenario: ScenarioLike, seed: Optional[int] = None, check_invariants: bo
 
 def validate(scenario: ScenarioLike, force: bool = False) -> dict[str, Any]:
     """Checks a scenario without running it; returns a short description
-    (name, scheduler, duration_s, seed, pcpus, estimated_events, vms[{name, vcpus,
-    workloads}]). Gives :func:`run`'s verdict: a scenario estimated over the event limit
+    (name, scheduler, duration_s, duration_ns, seed, pcpus, estimated_events, vms[{name,
+    vcpus, workloads}]). Gives :func:`run`'s verdict: a scenario estimated over the event limit
     raises :class:`ScenarioError` unless ``force=True``."""
     text, origin, fmt = _scenario_text(scenario)
     return json.loads(_native.validate_text(text, origin, fmt, force))

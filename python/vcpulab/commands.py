@@ -235,6 +235,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     cli = _cli()
     if args.all and args.names:
         raise cli.CliError("reproduce: give experiment names or --all, not both")
+    if args.scenario is None and args.metric is not None:
+        raise cli.CliError("--metric selects the metric of the case --scenario prints; give --scenario CASE too")
+    if args.scenario is not None and args.out:
+        raise cli.CliError("--scenario prints a case's scenario; it does not go with --out")
     if not args.out or args.list:
         return cli.cmd_reproduce(args)
     exps = api._select(args.names or None)

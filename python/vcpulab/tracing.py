@@ -85,7 +85,7 @@ def trace(
     if to_ns <= from_ns:
         raise ValueError(f"empty trace window: end ({hi}) is not after start ({lo})")
     text, origin, fmt = _scenario_text(scenario)
-    duration_ns = round(json.loads(_native.validate_text(text, origin, fmt, True))["duration_s"] * 1e9)
+    duration_ns = json.loads(_native.validate_text(text, origin, fmt, True))["duration_ns"]
     if from_ns >= duration_ns:
         raise ValueError(
             f"empty trace window: it starts at {lo}, at or after the scenario's end "

@@ -106,8 +106,29 @@ def test_dict_values_json_cannot_carry_are_named_by_key_path(program: dict):
     with pytest.raises(vcpulab.ScenarioError, match=r"^<dict>: vm\[1\]\.weight: nan is not a finite number"):
         vcpulab.run(bad)
     bad["vm"][1]["weight"] = datetime.date(2026, 1, 1)
-    with pytest.raises(vcpulab.ScenarioError, match=r"^<dict>: vm\[1\]\.weight: a date cannot be sent as JSON"):
+    with pytest.raises(vcpulab.ScenarioError, match=r"^<dict>: vm\[1\]\.weight: a value of type date cannot be sent"):
         vcpulab.validate(bad)
+    # json.dumps takes int keys: the NaN is still the one named.
+    bad["vm"][1]["weight"] = {1: float("inf")}
+    with pytest.raises(vcpulab.ScenarioError, match=r"^<dict>: vm\[1\]\.weight\.1: inf is not a finite number"):
+        vcpulab.run(bad)
+    # A circular reference is named, not a RecursionError; a list used twice is not circular.
+    bad = copy.deepcopy(program)
+    bad["vm"][0]["x"] = bad
+    with pytest.raises(vcpulab.ScenarioError, match=r"^<dict>: vm\[0\]\.x: refers back"):
+        vcpulab.run(bad)
+    shared = copy.deepcopy(program)
+    shared["vm"][1]["colour"] = shared["vm"][0]["workload"]
+    with pytest.raises(vcpulab.ScenarioError, match=r"^<dict>: vm\[1\]\.colour: unknown key"):
+        vcpulab.run(shared)
+
+
+def test_a_file_with_carriage_return_line_ends_reads_as_before(program_toml: Path, tmp_path: Path):
+    text = program_toml.read_text()
+    for name, ending in (("crlf.toml", "\r\n"), ("cr.toml", "\r")):
+        path = tmp_path / name
+        path.write_bytes(text.replace("\n", ending).encode())
+        assert vcpulab.validate(path)["name"] == "program-mix"
 
 
 @pytest.mark.parametrize("seed, exc", [(-1, ValueError), (2**63, ValueError), (2**64, ValueError),

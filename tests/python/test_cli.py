@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -164,6 +165,12 @@ def test_a_write_error_names_the_users_path_not_a_temporary_file(program_toml: P
         p = run_cli(*args)
         assert p.returncode == 2, (args, p.stderr)
         assert p.stderr.strip() == f"vcpulab: error: {target}: No such file or directory", p.stderr
+    # A failure after the temporary file was written (here: the target is a folder).
+    (tmp_path / "o" / "summary.json").mkdir(parents=True)
+    p = run_cli("run", str(program_toml), "--out", str(tmp_path / "o"))
+    assert p.returncode == 2
+    assert p.stderr.strip().startswith(f"vcpulab: error: {tmp_path / 'o' / 'summary.json'}: "), p.stderr
+    assert not [f for f in os.listdir(tmp_path / "o") if f.endswith(".tmp")]
 
 
 # ---------------------------------------------------------------------- determinism
@@ -440,11 +447,13 @@ def test_reproduce_unknown_name():
     assert_no_traceback(p)
 
 
-def test_reproduce_metric_without_scenario_is_a_usage_error():
-    p = run_cli("reproduce", "hyperv-root", "--metric", "x")
-    assert p.returncode == 2 and p.stdout == ""
-    assert "--metric" in p.stderr and "--scenario" in p.stderr, p.stderr
-    assert_no_traceback(p)
+def test_reproduce_metric_without_scenario_is_a_usage_error(tmp_path: Path):
+    for extra in ([], ["--out", str(tmp_path / "o")]):
+        p = run_cli("reproduce", "hyperv-root", "--metric", "x", *extra)
+        assert p.returncode == 2 and p.stdout == "", extra
+        assert "--metric" in p.stderr and "--scenario" in p.stderr, p.stderr
+        assert_no_traceback(p)
+    assert not (tmp_path / "o").exists()
 
 
 # ----------------------------------------------------------- error mapping (in-process)

@@ -132,6 +132,8 @@ def test_trace_cli_window_and_run_trace(tmp_path):
     for bad in (["--from", "1 sec"], ["--from", "2s", "--to", "1s"], ["--from", "5s", "--to", "6s"]):
         res = run_cli("trace", str(sc), *bad, "--out", str(tmp_path / "x.json"))
         assert res.returncode == 2 and "vcpulab: error:" in res.stderr
+        if bad[1] == "5s":
+            assert "after the scenario's end (0.5 s)" in res.stderr, res.stderr
 
 
 # ------------------------------------------------------------------------ reports

@@ -299,7 +299,7 @@ pub fn check_size(sc: &Scenario) -> Result<(), Error> {
             "this run is estimated at {total:.2e} events (limit {MAX_ESTIMATED_EVENTS:.0e}, about 1-3 hours at \
              5-10 M events/s); most come from {}: {:.2e} guest operations, {:.2e} scheduler events, {:.2e} request \
              arrivals. Shorten duration, lengthen the scheduler's time parameters or use fewer threads, or run it \
-             anyway with `vcpulab run --force` (Python: vcpulab.run(..., force=True))",
+             anyway with --force (`vcpulab run --force`, `vcpulab validate --force`; Python: force=True)",
             est.dominant(),
             est.guest_ops,
             est.scheduler,

@@ -162,14 +162,24 @@ impl<'a> Table<'a> {
         }
         // A misspelt required key is both missing and unknown: name the typo, as `finish`
         // would, rather than only the key it stands for.
+        // Keys already read are known ones; of the rest, the closest (first in the file on
+        // a tie). A key read later could still be a legitimate neighbour, so short keys
+        // need a closer match.
         if key.len() >= 3 {
-            if let Some(typo) = self
+            let used = self.used.borrow();
+            let limit = if key.len() >= 4 { 2 } else { 1 };
+            let typo = self
                 .map
                 .keys()
-                .find(|k| closest(k, &[key]).is_some() && (key.len() >= 4 || lev(k, key) <= 1))
-            {
+                .filter(|k| !used.contains(&k.as_str()))
+                .map(|k| (lev(k, key), k))
+                .filter(|&(d, _)| d <= limit)
+                .min_by_key(|&(d, _)| d)
+                .map(|(_, k)| k.clone());
+            drop(used);
+            if let Some(typo) = typo {
                 return self.err(
-                    typo,
+                    &typo,
                     format!("unknown key (did you mean {key:?}? it is required)"),
                 );
             }
