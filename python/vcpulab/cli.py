@@ -11,7 +11,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from . import __version__, api
 from ._native import NotFoundError, ScenarioError, SimulationError
@@ -77,62 +77,27 @@ def _err(text: str) -> None:
 # ---------------------------------------------------------------------------- run
 
 
-def _atomic_write(path: str, write: Callable[[str], None]) -> None:
-    """Writes ``path`` via a temporary file in the same directory and ``os.replace``, so
-    readers see either the old file or the complete new one."""
-    import tempfile
-
-    directory = os.path.dirname(path) or "."
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    except OSError as e:
-        raise OSError(e.errno, e.strerror, path) from None  # the caller's name, not the temporary one
-    os.close(fd)
-    try:
-        write(tmp)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the usual mode
-        os.replace(tmp, path)
-    except BaseException as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(e, OSError) and e.errno is not None:
-            raise OSError(e.errno, e.strerror, path) from None
-        raise
-
-
-def _write_text(text: str) -> Callable[[str], None]:
-    def write(tmp: str) -> None:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-
-    return write
-
-
 def write_outputs(result: api.Result, out_dir: str) -> list[str]:
     """Writes summary.json, vms.csv, vcpus.csv, workloads.csv (and .parquet twins if
     pyarrow is installed) into ``out_dir``; returns the paths written."""
     import importlib.util
 
+    from ._files import atomic_write, atomic_write_text
+
     os.makedirs(out_dir, exist_ok=True)
     written = []
     path = os.path.join(out_dir, "summary.json")
-    _atomic_write(path, _write_text(result.to_json() + "\n"))
+    atomic_write_text(path, result.to_json() + "\n", durable=True)
     written.append(path)
     parquet = importlib.util.find_spec("pyarrow") is not None
     frames = {"vms": result.vms(), "vcpus": result.vcpus(), "workloads": result.workloads()}
     for name, df in frames.items():
         path = os.path.join(out_dir, f"{name}.csv")
-        _atomic_write(path, lambda tmp, df=df: df.to_csv(tmp, index=False, lineterminator="\n"))
+        atomic_write(path, lambda tmp, df=df: df.to_csv(tmp, index=False, lineterminator="\n"), durable=True)
         written.append(path)
         if parquet:
             path = os.path.join(out_dir, f"{name}.parquet")
-            _atomic_write(path, lambda tmp, df=df: df.to_parquet(tmp, index=False))
+            atomic_write(path, lambda tmp, df=df: df.to_parquet(tmp, index=False), durable=True)
             written.append(path)
     return written
 

@@ -244,7 +244,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     exps = api._select(args.names or None)
     progress = not args.no_progress and sys.stderr.isatty()
     rows = api.reproduce([e["id"] for e in exps], seed=args.seed, progress=progress)
-    from .sweep import atomic_write_text
+    from ._files import atomic_write_text
 
     os.makedirs(args.out, exist_ok=True)
     doc = {"experiments": exps, "rows": rows}

@@ -459,7 +459,7 @@ def render(out_dir: str) -> str:
 
 def write_report(out_dir: str, output: Optional[str] = None) -> str:
     """Writes ``report.html`` (or ``output``) for ``out_dir``; returns its path."""
-    from .sweep import atomic_write_text
+    from ._files import atomic_write_text
 
     page = render(out_dir)
     path = output or os.path.join(out_dir, "report.html")

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from . import _native, keypath
+from ._files import atomic_write, atomic_write_text
 from ._native import ScenarioError
 
 SWEEP_KEYS = ("name", "description", "base", "set", "axes", "zip")
@@ -454,23 +455,6 @@ def run_ray(tasks: Iterable[Task], workers: Optional[int], address: Optional[str
 # ---------------------------------------------------------------------------- store
 
 
-def atomic_write_text(path: str, text: str) -> None:
-    """Writes via a temporary file in the same directory + os.replace: readers (and a
-    resumed sweep) see either no file or the complete one."""
-    tmp = f"{os.path.dirname(path) or '.'}/.{os.path.basename(path)}.{os.getpid()}.tmp"
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        # Name the file the caller asked for, not the temporary one.
-        raise OSError(e.errno, e.strerror, path) from None
-
-
 def read_record(path: str) -> Optional[dict[str, Any]]:
     """A run record, or None if missing or unreadable (then the run is run again)."""
     try:
@@ -561,9 +545,7 @@ def write_store(out_dir: str, runs: list[Run], columns: list[str]) -> tuple[int,
     runs_df, vms_df = build_tables(records, columns)
     for name, df in (("runs", runs_df), ("vms", vms_df)):
         path = os.path.join(out_dir, f"{name}.parquet")
-        tmp = os.path.join(out_dir, f".{name}.parquet.{os.getpid()}.tmp")
-        df.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
+        atomic_write(path, lambda tmp, df=df: df.to_parquet(tmp, index=False))
     return len(records), [r for r in records if r["status"] != "ok"]
 
 
