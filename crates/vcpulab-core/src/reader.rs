@@ -161,25 +161,22 @@ impl<'a> Table<'a> {
             return Ok(o);
         }
         // A misspelt required key is both missing and unknown: name the typo, as `finish`
-        // would, rather than only the key it stands for.
-        // Keys already read are known ones; of the rest, the closest (first in the file on
-        // a tie). A key read later could still be a legitimate neighbour, so short keys
-        // need a closer match.
+        // would, rather than only the key it stands for. Keys already read are known
+        // ones; of the rest, the closest. A key read later could still be a legitimate
+        // neighbour, so short keys need a closer match.
         if key.len() >= 3 {
-            let used = self.used.borrow();
-            let limit = if key.len() >= 4 { 2 } else { 1 };
-            let typo = self
-                .map
-                .keys()
-                .filter(|k| !used.contains(&k.as_str()))
-                .map(|k| (lev(k, key), k))
-                .filter(|&(d, _)| d <= limit)
-                .min_by_key(|&(d, _)| d)
-                .map(|(_, k)| k.clone());
-            drop(used);
-            if let Some(typo) = typo {
+            let unread: Vec<&'a str> = {
+                let used = self.used.borrow();
+                let map: &'a toml::map::Map<String, Value> = self.map;
+                map.keys()
+                    .map(String::as_str)
+                    .filter(|k| !used.contains(k))
+                    .collect()
+            };
+            if let Some(typo) = closest(key, &unread).filter(|t| key.len() >= 4 || lev(t, key) <= 1)
+            {
                 return self.err(
-                    &typo,
+                    typo,
                     format!("unknown key (did you mean {key:?}? it is required)"),
                 );
             }
