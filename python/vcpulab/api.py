@@ -269,8 +269,8 @@ def run(scenario: ScenarioLike, seed: Optional[int] = None, check_invariants: bo
 
 def validate(scenario: ScenarioLike, force: bool = False) -> dict[str, Any]:
     """Checks a scenario without running it; returns a short description
-    (name, scheduler, duration_s, duration_ns, seed, pcpus, estimated_events, vms[{name,
-    vcpus, workloads}]). Gives :func:`run`'s verdict: a scenario estimated over the event limit
+    (name, scheduler, duration_s, seed, pcpus, estimated_events, vms[{name, vcpus,
+    workloads}]). Gives :func:`run`'s verdict: a scenario estimated over the event limit
     raises :class:`ScenarioError` unless ``force=True``."""
     text, origin, fmt = _scenario_text(scenario)
     return json.loads(_native.validate_text(text, origin, fmt, force))

@@ -32,6 +32,19 @@ pub fn run_full(sc: &Scenario, seed: Option<u64>, opts: &RunOptions) -> Result<R
     if !opts.force {
         check_size(sc)?;
     }
+    if let Some((from_ns, _)) = opts.trace_window {
+        if from_ns >= sc.duration.ns() {
+            return Err(Error::Scenario(crate::ScenarioError::new(
+                &sc.origin,
+                "",
+                format!(
+                    "empty trace window: it starts at {} s, at or after the scenario's end ({} s)",
+                    from_ns as f64 / 1e9,
+                    sc.duration.as_secs_f64()
+                ),
+            )));
+        }
+    }
     let seed = seed.unwrap_or(sc.seed);
     let runner = Runner {
         sc,

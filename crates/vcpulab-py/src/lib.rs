@@ -124,7 +124,6 @@ fn validate_text(text: &str, origin: &str, format: &str, force: bool) -> PyResul
         "name": sc.name,
         "scheduler": sc.scheduler.name,
         "duration_s": sc.duration.as_secs_f64(),
-        "duration_ns": sc.duration.ns(),
         "seed": sc.seed,
         "pcpus": sc.host.ncpus(),
         "estimated_events": api::estimate_events(&sc),
