@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone:
 #   1. install the package (Rust extension + Python) with its test extra into the current Python,
-#   2. the Rust tests of the core,
+#   2. the Rust tests of the core, the KVM harness and the native `vcpulab` command,
 #   3. the Python tests.
 # Every stage runs even if an earlier test stage fails; the exit status is non-zero if any
 # failed. Set PYTHON to choose the interpreter (default: python3, else python).
@@ -22,6 +22,9 @@ cargo test -p vcpulab-core --no-fail-fast || failed+=("cargo test -p vcpulab-cor
 
 echo "==> Rust tests of the KVM harness (cargo test -p vcpulab-kvm)"
 cargo test -p vcpulab-kvm --no-fail-fast || failed+=("cargo test -p vcpulab-kvm")
+
+echo "==> Rust tests of the vcpulab command (cargo test -p vcpulab-cli)"
+cargo test -p vcpulab-cli --no-fail-fast || failed+=("cargo test -p vcpulab-cli")
 
 echo "==> Python tests (pytest tests/python)"
 "$PYTHON" -m pytest tests/python -q || failed+=("pytest tests/python")

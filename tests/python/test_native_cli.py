@@ -1,0 +1,117 @@
+"""The installed `vcpulab` command is a native binary (crates/vcpulab-cli) that runs
+`vcpulab run FILE --json` itself and hands every other command line to `python -m vcpulab`.
+These tests hold it to the Python CLI: the same stdout, stderr and exit status, byte for
+byte, on the forms it runs and on those it hands over."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import PROGRAM_SCENARIO, VCPULAB
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _both(*args: str, cwd: Path | None = None, env_extra: dict | None = None):
+    """(native command, `python -m vcpulab`) results of the same command line, as bytes."""
+    env = dict(os.environ)
+    env.pop("PYTHONWARNINGS", None)
+    env.update(env_extra or {})
+    kw = dict(capture_output=True, cwd=cwd, env=env, timeout=120, stdin=subprocess.DEVNULL)
+    native = subprocess.run([VCPULAB, *args], **kw)
+    python = subprocess.run([sys.executable, "-m", "vcpulab", *args], **kw)
+    return native, python
+
+
+def _same(native, python) -> None:
+    assert (native.returncode, native.stderr, native.stdout) == (python.returncode, python.stderr, python.stdout)
+
+
+def test_the_command_is_the_native_binary():
+    with open(VCPULAB, "rb") as f:
+        head = f.read(4)
+    # A console script of pip starts with "#!"; the native command is an executable file.
+    assert head != b"#!", f"{VCPULAB} is a script, not the native vcpulab command"
+    assert head in (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe") or head[:2] == b"MZ", head
+
+
+@pytest.fixture
+def scenarios(tmp_path: Path) -> dict[str, Path]:
+    toml = tmp_path / "program.toml"
+    toml.write_text(PROGRAM_SCENARIO, encoding="utf-8")
+    crlf = tmp_path / "crlf.toml"
+    crlf.write_bytes(PROGRAM_SCENARIO.replace("\n", "\r\n").encode())
+    import json
+
+    import vcpulab  # noqa: F401
+    from conftest import program_dict
+
+    js = tmp_path / "program.JSON"
+    js.write_text(json.dumps(program_dict()), encoding="utf-8")
+    bad_key = tmp_path / "bad.toml"
+    bad_key.write_text(PROGRAM_SCENARIO.replace("vcpus = 4\nweight", "vcpuz = 4\nweight"), encoding="utf-8")
+    latin1 = tmp_path / "latin1.toml"
+    latin1.write_bytes(b"name = \"caf\xe9\"\n")
+    huge = tmp_path / "huge.toml"
+    huge.write_text(PROGRAM_SCENARIO.replace('duration = "500ms"', 'duration = "1000000s"'), encoding="utf-8")
+    assert huge.read_text() != PROGRAM_SCENARIO and bad_key.read_text() != PROGRAM_SCENARIO
+    return {"toml": toml, "crlf": crlf, "json": js, "bad": bad_key, "latin1": latin1, "huge": huge}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "{toml}", "--json"],
+        ["run", "--json", "{toml}", "--seed", "3", "--check-invariants"],
+        ["run", "{toml}", "--json", "--seed=9223372036854775807"],
+        ["run", "{crlf}", "--json"],
+        ["run", "{json}", "--json", "--force"],
+    ],
+)
+def test_runs_it_runs_give_the_python_clis_bytes(scenarios, args):
+    line = [a.format(**scenarios) for a in args]
+    native, python = _both(*line)
+    assert native.returncode == 0, native.stderr
+    assert native.stdout.startswith(b"{\n")
+    _same(native, python)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--version"],
+        ["run", "{toml}"],                                 # tables (Python formats them)
+        ["run", "{toml}", "--js"],                         # abbreviation (argparse)
+        ["run", "{toml}", "--json", "--seed", "0x10"],     # int(text, 0)
+        ["run", "{toml}", "--json", "--seed", "010"],      # refused by int(text, 0)
+        ["run", "{toml}", "--json", "--seed", "-1"],
+        ["run", "{toml}", "{crlf}", "--json"],             # two scenarios
+        ["run", "{bad}", "--json"],                        # bad input: Python's message
+        ["run", "{latin1}", "--json"],                     # not UTF-8
+        ["run", "{huge}", "--json"],                       # refused as estimated at hours
+        ["run", "/nonexistent/x.toml", "--json"],
+        ["validate", "{toml}"],
+        ["nosuch"],
+    ],
+)
+def test_what_it_hands_to_python_ends_as_in_python(scenarios, args):
+    line = [a.format(**scenarios) for a in args]
+    native, python = _both(*line)
+    _same(native, python)
+
+
+def test_hands_over_every_argument_to_the_chosen_interpreter(tmp_path: Path):
+    fake = tmp_path / "fake-python"
+    fake.write_text('#!/bin/sh\nprintf "%s|" "$@"\nexit 7\n')
+    fake.chmod(0o755)
+    env = dict(os.environ, VCPULAB_PYTHON=str(fake))
+    p = subprocess.run([VCPULAB, "validate", "a b.toml", "--force"], capture_output=True, env=env, timeout=60)
+    assert (p.returncode, p.stdout) == (7, b"-m|vcpulab|validate|a b.toml|--force|")
+    # The form it runs itself does not start Python at all.
+    p = subprocess.run([VCPULAB, "--version"], capture_output=True, env=env, timeout=60)
+    assert p.returncode == 0 and p.stdout.startswith(b"vcpulab ")
