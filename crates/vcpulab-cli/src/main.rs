@@ -144,13 +144,12 @@ fn fast_run(run: &FastRun) -> Result<ExitCode, ()> {
     };
     match api::run(&sc, run.seed, &opts) {
         Ok(summary) => {
-            let json = api::summary_json(&summary);
-            let mut stdout = std::io::stdout().lock();
-            // Two writes rather than a pushed newline, which could copy megabytes of JSON.
-            let written = stdout
-                .write_all(json.as_bytes())
-                .and_then(|_| stdout.write_all(b"\n"))
-                .and_then(|_| stdout.flush());
+            // Formatted straight into a buffered stdout: at 8,192 vCPUs the text is 6.4 MB,
+            // which a String would grow (and copy) to before the first byte is written.
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+            let written = api::write_summary_json(&mut out, &summary)
+                .and_then(|_| out.write_all(b"\n"))
+                .and_then(|_| out.flush());
             if written.is_err() {
                 // The reader went away (`| head`): no message, as in the Python CLI.
                 return Ok(ExitCode::from(EXIT_SIM_FAILED));

@@ -83,6 +83,12 @@ pub fn summary_json(s: &Summary) -> String {
     serde_json::to_string_pretty(s).expect("summary serialises")
 }
 
+/// Writes `summary_json`'s text to `w` as it is formatted, without holding it in memory
+/// (6.4 MB at 8,192 vCPUs); the same bytes.
+pub fn write_summary_json<W: std::io::Write>(w: W, s: &Summary) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(w, s).map_err(std::io::Error::from)
+}
+
 /// `vcpulab schedulers --json`: name, description and parameters of each scheduler.
 /// The workload kinds (`program` and the presets) as JSON: `[{name, description}]`.
 pub fn workload_kinds_json() -> String {
