@@ -15,16 +15,18 @@ the installed binary is tried first).
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tarfile
 from typing import Any, Mapping, Optional
 
 import maturin
 from maturin import (  # noqa: F401  (re-exported PEP 517 hooks)
-    build_sdist,
     get_requires_for_build_editable,
     get_requires_for_build_sdist,
     get_requires_for_build_wheel,
@@ -32,6 +34,11 @@ from maturin import (  # noqa: F401  (re-exported PEP 517 hooks)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS_DIR = os.path.join(ROOT, "build", "wheel-data", "scripts")  # [tool.maturin] data
+CLI_CRATE = "crates/vcpulab-cli"
+# What maturin's source distribution leaves out and a build from it needs: this backend,
+# the command's crate, and the reproductions' scenario files, which the core compiles in.
+SDIST_EXTRA = ["build_backend/vcpulab_build.py", CLI_CRATE + "/Cargo.toml", CLI_CRATE + "/src/main.rs",
+               "scenarios/reproductions"]
 
 
 def _build_cli() -> None:
@@ -86,3 +93,44 @@ def build_editable(wheel_directory: str, config_settings: Optional[Mapping[str, 
                    metadata_directory: Optional[str] = None) -> str:
     _build_cli()
     return maturin.build_editable(wheel_directory, config_settings, metadata_directory)
+
+
+def _files_under(path: str) -> list:
+    if not os.path.isdir(path):
+        return [path]
+    found = []
+    for top, dirs, files in os.walk(path):
+        dirs.sort()
+        found.extend(os.path.join(top, f) for f in sorted(files))
+    return found
+
+
+def build_sdist(sdist_directory: str, config_settings: Optional[Mapping[str, Any]] = None) -> str:
+    """maturin's source distribution, completed: maturin packs only the crates the
+    extension depends on and drops the others from the workspace's members, so this adds
+    this backend, the command's crate and the reproductions' scenario files (which
+    maturin does not see: the core reads them with ``include_str!``)."""
+    name = maturin.build_sdist(sdist_directory, config_settings)
+    sdist = os.path.join(sdist_directory, name)
+    with tarfile.open(sdist, "r:gz") as tar:
+        members = [(m, tar.extractfile(m).read() if m.isfile() else None) for m in tar.getmembers()]
+    root = members[0][0].name.split("/")[0]
+    done = set()
+    tmp = sdist + ".tmp"
+    with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as out:
+        for info, data in members:
+            if info.name == root + "/Cargo.toml":
+                text = data.decode()
+                if CLI_CRATE not in text:
+                    text = re.sub(r"members\s*=\s*\[", lambda m: m.group(0) + '"%s", ' % CLI_CRATE, text, count=1)
+                data = text.encode()
+                info.size = len(data)
+            done.add(info.name)
+            out.addfile(info, io.BytesIO(data) if data is not None else None)
+        for rel in SDIST_EXTRA:
+            for extra in _files_under(os.path.join(ROOT, rel)):
+                arc = root + "/" + os.path.relpath(extra, ROOT).replace(os.sep, "/")
+                if arc not in done:
+                    out.add(extra, arcname=arc, recursive=False)
+    os.replace(tmp, sdist)
+    return name
