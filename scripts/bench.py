@@ -8,8 +8,9 @@ Runs, side by side and interleaved (A B C A B C ...), for each size:
 and prints a Markdown table of medians: events, wall s, events/s, simulated s per wall s,
 peak RSS, and the ratios vcpulab/rust and vcpulab/simpy of median events/s.
 
-Timings are of the whole process (what a user waits for: interpreter start, scenario
-parsing, the run, the JSON output); peak RSS is the child's own ru_maxrss (os.wait4).
+Timings are of the whole process (what a user waits for: process start, scenario
+parsing, the run, the JSON output; `vcpulab run --json` is the native command, which
+starts no Python, see crates/vcpulab-cli); peak RSS is the child's own ru_maxrss (os.wait4).
 
   python scripts/bench.py                        # 3 sizes x 3 engines x 3 repetitions
   python scripts/bench.py --reps 5 --no-simpy --sizes 4/16/60,64/512/10

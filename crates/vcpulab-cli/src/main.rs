@@ -16,7 +16,8 @@
 //! refused as too long). Messages and exit statuses so have one implementation; the
 //! Python CLI re-reads the file to report them. The one error reported here is a
 //! simulation that fails while running (exit 1), with the message the Python CLI prints,
-//! so that a long run is not repeated just to fail again.
+//! so that a long run is not repeated just to fail again. Ctrl-C ends a native run at once
+//! (the shell sees status 130, as from the Python CLI, without its "interrupted" line).
 //!
 //! Which Python: `VCPULAB_PYTHON` if set; else the interpreter beside this executable
 //! (`python3.X` of the version that built it, then `python3`, `python`: the layout of a
