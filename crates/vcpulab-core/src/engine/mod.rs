@@ -1671,8 +1671,9 @@ impl<S: Scheduler> Sim<S> {
     // ----------------------------------------------------------------- clock model
 
     /// Marks `cpu` busy or idle for the clock model. Without one (no SMT sharing, one
-    /// clock) nothing depends on it, so that common case returns here, inlined.
-    #[inline]
+    /// clock) nothing depends on it, so that common case returns here, inlined (forced:
+    /// left to itself the compiler kept it out of line, a call per dispatch for a test).
+    #[inline(always)]
     fn set_busy(&mut self, cpu: CpuId, busy: bool) {
         if self.st.rate_model && self.st.cpus[cpu as usize].busy != busy {
             self.change_busy(cpu, busy);
