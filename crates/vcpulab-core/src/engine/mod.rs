@@ -36,7 +36,7 @@ use crate::sched::{
     YieldResult,
 };
 use crate::summary::*;
-use crate::time::{SimDuration, SimTime};
+use crate::time::{u64_as_f64, SimDuration, SimTime};
 use crate::topology::{CpuSet, Distance};
 use crate::workload::{Arrivals, Dist, IpiTargets, Mode, Op};
 use queue::{EventKind, EventQueue, HELPER_FLUSH_DONE, HELPER_IRQ_ARRIVES};
@@ -1754,10 +1754,10 @@ impl<S: Scheduler> Sim<S> {
         };
         match &mut th.state {
             ThState::Compute { remaining, .. } => {
-                *remaining -= elapsed as f64 * self.st.cpus[cpu].speed;
+                *remaining -= u64_as_f64(elapsed) * self.st.cpus[cpu].speed;
             }
             ThState::SpinLock { pv_left, .. } if pv_left.is_finite() => {
-                *pv_left -= elapsed as f64 * self.st.cpus[cpu].speed;
+                *pv_left -= u64_as_f64(elapsed) * self.st.cpus[cpu].speed;
             }
             _ => {}
         }
