@@ -708,6 +708,9 @@ struct State {
     vm_drbd: Vec<u32>,
     /// Per VM: stopped by a Kemari sync, since when, and totals.
     vm_paused: Vec<bool>,
+    /// How many VMs are stopped now: `vcpu_paused`, asked several times per event, looks
+    /// no further while none is (always, without Kemari).
+    vms_paused: u32,
     vm_paused_since: Vec<SimTime>,
     vm_paused_ns: Vec<u64>,
     vm_syncs: Vec<u64>,
@@ -1100,6 +1103,7 @@ impl<S: Scheduler> Sim<S> {
             vm_kemari,
             vm_drbd,
             vm_paused: vec![false; nvms],
+            vms_paused: 0,
             vm_paused_since: vec![SimTime::ZERO; nvms],
             vm_paused_ns: vec![0; nvms],
             vm_syncs: vec![0; nvms],
@@ -2892,7 +2896,9 @@ impl<S: Scheduler> Sim<S> {
     // ----------------------------------------------------------------- software FT (crate::ft)
 
     fn vcpu_paused(&self, t: TaskId) -> bool {
-        t < self.st.n_vcpu_tasks && self.st.vm_paused[self.st.tasks[t as usize].vm as usize]
+        self.st.vms_paused != 0
+            && t < self.st.n_vcpu_tasks
+            && self.st.vm_paused[self.st.tasks[t as usize].vm as usize]
     }
 
     /// A guest I/O event in a VM protected by Kemari: stop the VM, queue a sync.
@@ -2936,6 +2942,7 @@ impl<S: Scheduler> Sim<S> {
             return;
         }
         self.st.vm_paused[vm] = true;
+        self.st.vms_paused += 1;
         self.st.vm_paused_since[vm] = self.st.now;
         let base = self.st.vm_task_base[vm];
         for v in base..base + self.st.vm_vcpus[vm] {
@@ -3085,6 +3092,7 @@ impl<S: Scheduler> Sim<S> {
         if is_kemari {
             if self.st.vm_paused[vm] {
                 self.st.vm_paused[vm] = false;
+                self.st.vms_paused -= 1;
                 self.st.vm_paused_ns[vm] += now
                     .since(self.st.vm_paused_since[vm].max(self.st.metrics_since))
                     .ns();
