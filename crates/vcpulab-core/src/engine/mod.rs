@@ -668,8 +668,6 @@ struct State {
     /// First workload id of each VM.
     vm_workload_base: Vec<u32>,
     kicks: Vec<TaskId>,
-    /// Scratch buffer for a batch of reschedule requests (reused, never reallocated).
-    resched_batch: Vec<CpuId>,
     /// pCPUs whose deadline may have changed; re-armed once at the end of the event.
     dirty: Vec<CpuId>,
     dirty_flag: Vec<bool>,
@@ -1073,7 +1071,6 @@ impl<S: Scheduler> Sim<S> {
                 .collect(),
             vm_workload_base,
             kicks: Vec::new(),
-            resched_batch: Vec::new(),
             dirty: Vec::new(),
             dirty_flag: vec![false; ncpus],
             h: HostCounters::default(),
@@ -1356,34 +1353,17 @@ impl<S: Scheduler> Sim<S> {
 
     /// Runs kicked vCPUs and pending reschedules until nothing is left to do.
     fn flush(&mut self) {
-        loop {
-            if let Some(t) = self.st.kicks.pop() {
-                if self.st.tasks[t as usize].executing {
-                    self.settle(t);
-                    self.run_guest(t);
-                }
-                continue;
-            }
-            if self.out.resched.is_empty() {
-                break;
-            }
-            // Reschedule in request order; new requests made meanwhile come after. The
-            // batch buffer is reused so the hot path does not allocate.
-            let mut batch = std::mem::take(&mut self.st.resched_batch);
-            std::mem::swap(&mut batch, &mut self.out.resched);
-            for &cpu in &batch {
-                self.out.resched_pending[cpu as usize] = false;
-                self.resched(cpu);
-                while let Some(t) = self.st.kicks.pop() {
-                    if self.st.tasks[t as usize].executing {
-                        self.settle(t);
-                        self.run_guest(t);
-                    }
-                }
-            }
-            batch.clear();
-            self.st.resched_batch = batch;
+        self.run_kicked();
+        // Reschedule in request order; requests made meanwhile are appended and come
+        // after, so one pass with a cursor handles them all (no batch buffer to swap).
+        let mut i = 0;
+        while let Some(&cpu) = self.out.resched.get(i) {
+            i += 1;
+            self.out.resched_pending[cpu as usize] = false;
+            self.resched(cpu);
+            self.run_kicked();
         }
+        self.out.resched.clear();
         while let Some(t) = self.st.spin_loop_exits.pop() {
             let task = &mut self.st.tasks[t as usize];
             if task.executing {
@@ -1392,6 +1372,17 @@ impl<S: Scheduler> Sim<S> {
             }
         }
         self.commit_rearms();
+    }
+
+    /// Runs the guests of kicked vCPUs that are still executing.
+    #[inline(always)]
+    fn run_kicked(&mut self) {
+        while let Some(t) = self.st.kicks.pop() {
+            if self.st.tasks[t as usize].executing {
+                self.settle(t);
+                self.run_guest(t);
+            }
+        }
     }
 
     fn resched(&mut self, cpu: CpuId) {
