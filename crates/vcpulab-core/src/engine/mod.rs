@@ -2023,123 +2023,6 @@ impl<S: Scheduler> Sim<S> {
                     }
                     th.pc += 1;
                 }
-                RtOp::Lock {
-                    lock,
-                    hold,
-                    mode,
-                    shards,
-                } => {
-                    let (hold, mode) = (hold.sample(&mut th.rng), *mode);
-                    let vm = self.st.workloads[w].vm;
-                    // Threads split into `shards` consecutive groups, one lock each.
-                    let per = self.st.workload_threads[w].div_ceil(*shards).max(1);
-                    let gl = self.st.vm_lock_base[vm as usize] + *lock + th.index_in_workload / per;
-                    let pv_left = self.pv_spin_budget(vm, mode);
-                    self.st.threads[id as usize].state = ThState::SpinLock {
-                        lock: gl,
-                        hold,
-                        mode,
-                        pv_left,
-                    };
-                    if !self.try_lock(id, gl, true) {
-                        if self.st.locks[gl as usize].kind == LockKind::Mutex {
-                            // futex_wait: sleep until the holder's release wakes us, then
-                            // run this operation again.
-                            self.st.threads[id as usize].state = ThState::Blocked;
-                            return false;
-                        }
-                        return true;
-                    }
-                    self.st.threads[id as usize].state = ThState::Compute {
-                        remaining: hold,
-                        mode,
-                        release: gl,
-                    };
-                }
-                RtOp::Ipi { targets } => {
-                    let targets = targets.clone();
-                    let pending = self.send_ipis(id, &targets);
-                    let th = &mut self.st.threads[id as usize];
-                    if pending == 0 {
-                        th.pc += 1;
-                    } else {
-                        th.state = ThState::SpinIpi { pending };
-                        return true;
-                    }
-                }
-                RtOp::Io {
-                    latency,
-                    write_bytes,
-                    window,
-                    writeback,
-                } => {
-                    let vm = self.st.workloads[w].vm as usize;
-                    let mut window = *window;
-                    if th.task < self.st.n_vcpu_tasks && self.st.vm_cfq[vm] {
-                        if *writeback {
-                            // cfq_may_dispatch with low_latency (see
-                            // workload::CFQ_SLICE_SYNC_NS): one more writeback request in
-                            // flight per 100 ms since the last delayed synchronous one, one
-                            // when none is, and none while a synchronous one is in flight.
-                            let since = now.0 as i64 - self.st.vm_last_delayed_sync_ns[vm];
-                            let depth = (since / crate::workload::CFQ_SLICE_SYNC_NS as i64)
-                                .clamp(1, u32::MAX as i64)
-                                as u32;
-                            let sync_busy = self.st.vm_sync_in_flight[vm] > 0;
-                            if sync_busy || th.io_pending >= depth {
-                                // Held back: try again at the thread's next completion,
-                                // or, with none in flight, when the synchronous ones are
-                                // done.
-                                th.state = ThState::Blocked;
-                                if th.io_pending > 0 {
-                                    th.io_wake_below = depth.min(th.io_pending);
-                                } else {
-                                    self.st.vm_async_waiters[vm].push(id);
-                                }
-                                return false;
-                            }
-                            window = window.min(depth);
-                        } else {
-                            self.st.io_sync_since[id as usize] = now;
-                            self.st.vm_sync_in_flight[vm] += 1;
-                        }
-                    }
-                    let x = SimDuration::round_ns(latency.sample(&mut th.rng)).0;
-                    let write_bytes = *write_bytes;
-                    th.pc += 1;
-                    th.io_pending += 1;
-                    // The disk takes the thread's requests in turn.
-                    let done = now.max(th.io_tail) + SimDuration(x);
-                    th.io_tail = done;
-                    let wait = th.io_pending >= window;
-                    if wait {
-                        th.state = ThState::Blocked;
-                        th.io_wake_below = window;
-                    }
-                    debug_assert!(
-                        wait || matches!(
-                            self.st.workloads[w].ops.get(th.pc as usize),
-                            Some(RtOp::Io { .. })
-                        ),
-                        "an Io op that leaves requests in flight is followed by another Io"
-                    );
-                    let guest = th.task < self.st.n_vcpu_tasks;
-                    // kemari-next's event-tap holds writes (and flushes), not reads.
-                    if guest && write_bytes > 0 && self.st.vm_kemari[vm] != NONE {
-                        th.kemari_io = true;
-                        self.ft_start_sync(vm, id, x, write_bytes);
-                    } else if guest && write_bytes > 0 && self.st.vm_drbd[vm] != NONE {
-                        let from_cpu =
-                            self.st.tasks[self.st.threads[id as usize].task as usize].last_cpu;
-                        self.ft_replicate(vm, id, done, x, write_bytes, from_cpu, NONE);
-                    } else {
-                        self.st.q.push(done, EventKind::ThreadWake { thread: id });
-                    }
-                    if !wait {
-                        continue; // the window has room: the next request goes out now
-                    }
-                    return false;
-                }
                 RtOp::Sleep { duration: d } => {
                     let x = d.sample(&mut th.rng);
                     th.state = ThState::Blocked;
@@ -2150,175 +2033,310 @@ impl<S: Scheduler> Sim<S> {
                     );
                     return false;
                 }
-                RtOp::HelperWait => {
-                    let h = self.st.workloads[w].helper as usize;
-                    self.ft_release_mutex(h);
-                    let th = &mut self.st.threads[id as usize];
-                    let helper = &mut self.st.helpers[h];
-                    // QEMU's main loop runs expired timers before bottom halves (the
-                    // event-tap's sync), so a pending timer goes first.
-                    if let Some(p) = helper.timers.pop_front() {
-                        helper.cur_timer = Some(p);
-                        th.pc += 1;
-                        continue;
+                _ => match self.step_other_op(id, w, now) {
+                    None => continue,
+                    Some(keeps_vcpu) => return keeps_vcpu,
+                },
+            }
+        }
+    }
+
+    /// `step_thread` for every operation but Compute and Sleep (all that the hot loops of
+    /// most models use), out of line: inlined, their state and address arithmetic was
+    /// hoisted into the frame set-up of every guest run. None: go on to the thread's next
+    /// operation; Some(keeps_vcpu): what `step_thread` returns.
+    #[inline(never)]
+    fn step_other_op(&mut self, id: ThreadId, w: usize, now: SimTime) -> Option<bool> {
+        let th = &mut self.st.threads[id as usize];
+        let op = &self.st.workloads[w].ops[th.pc as usize];
+        match op {
+            RtOp::Compute { .. } | RtOp::Sleep { .. } => unreachable!("step_thread's own"),
+            RtOp::Lock {
+                lock,
+                hold,
+                mode,
+                shards,
+            } => {
+                let (hold, mode) = (hold.sample(&mut th.rng), *mode);
+                let vm = self.st.workloads[w].vm;
+                // Threads split into `shards` consecutive groups, one lock each.
+                let per = self.st.workload_threads[w].div_ceil(*shards).max(1);
+                let gl = self.st.vm_lock_base[vm as usize] + *lock + th.index_in_workload / per;
+                let pv_left = self.pv_spin_budget(vm, mode);
+                self.st.threads[id as usize].state = ThState::SpinLock {
+                    lock: gl,
+                    hold,
+                    mode,
+                    pv_left,
+                };
+                if !self.try_lock(id, gl, true) {
+                    if self.st.locks[gl as usize].kind == LockKind::Mutex {
+                        // futex_wait: sleep until the holder's release wakes us, then
+                        // run this operation again.
+                        self.st.threads[id as usize].state = ThState::Blocked;
+                        return Some(false);
                     }
-                    match helper.jobs.pop_front() {
-                        Some(job) => {
-                            helper.cur = Some(job);
-                            th.pc += 1;
-                            self.ft_begin_job(h);
-                        }
-                        None => {
-                            helper.waiting = true;
-                            th.state = ThState::Blocked;
-                            return false;
-                        }
-                    }
+                    return Some(true);
                 }
-                RtOp::HelperWork => {
-                    let h = self.st.workloads[w].helper as usize;
-                    let work = self.ft_job_cpu(h);
-                    // As for Compute: the pc advances when the work completes.
-                    if work <= WORK_EPSILON {
-                        self.st.threads[id as usize].pc += 1;
-                    } else {
-                        self.st.threads[id as usize].state = ThState::Compute {
-                            remaining: work,
-                            mode: Mode::Kernel,
-                            release: NONE,
-                        };
-                        return true;
-                    }
-                }
-                RtOp::HelperNet => {
+                self.st.threads[id as usize].state = ThState::Compute {
+                    remaining: hold,
+                    mode,
+                    release: gl,
+                };
+            }
+            RtOp::Ipi { targets } => {
+                let targets = targets.clone();
+                let pending = self.send_ipis(id, &targets);
+                let th = &mut self.st.threads[id as usize];
+                if pending == 0 {
                     th.pc += 1;
-                    let h = &self.st.helpers[self.st.workloads[w].helper as usize];
-                    if h.cur_timer.is_some() {
-                        continue;
+                } else {
+                    th.state = ThState::SpinIpi { pending };
+                    return Some(true);
+                }
+            }
+            RtOp::Io {
+                latency,
+                write_bytes,
+                window,
+                writeback,
+            } => {
+                let vm = self.st.workloads[w].vm as usize;
+                let mut window = *window;
+                if th.task < self.st.n_vcpu_tasks && self.st.vm_cfq[vm] {
+                    if *writeback {
+                        // cfq_may_dispatch with low_latency (see
+                        // workload::CFQ_SLICE_SYNC_NS): one more writeback request in
+                        // flight per 100 ms since the last delayed synchronous one, one
+                        // when none is, and none while a synchronous one is in flight.
+                        let since = now.0 as i64 - self.st.vm_last_delayed_sync_ns[vm];
+                        let depth = (since / crate::workload::CFQ_SLICE_SYNC_NS as i64)
+                            .clamp(1, u32::MAX as i64)
+                            as u32;
+                        let sync_busy = self.st.vm_sync_in_flight[vm] > 0;
+                        if sync_busy || th.io_pending >= depth {
+                            // Held back: try again at the thread's next completion,
+                            // or, with none in flight, when the synchronous ones are
+                            // done.
+                            th.state = ThState::Blocked;
+                            if th.io_pending > 0 {
+                                th.io_wake_below = depth.min(th.io_pending);
+                            } else {
+                                self.st.vm_async_waiters[vm].push(id);
+                            }
+                            return Some(false);
+                        }
+                        window = window.min(depth);
+                    } else {
+                        self.st.io_sync_since[id as usize] = now;
+                        self.st.vm_sync_in_flight[vm] += 1;
                     }
+                }
+                let x = SimDuration::round_ns(latency.sample(&mut th.rng)).0;
+                let write_bytes = *write_bytes;
+                th.pc += 1;
+                th.io_pending += 1;
+                // The disk takes the thread's requests in turn.
+                let done = now.max(th.io_tail) + SimDuration(x);
+                th.io_tail = done;
+                let wait = th.io_pending >= window;
+                if wait {
                     th.state = ThState::Blocked;
-                    let job = h.cur.expect("helper job");
-                    let d = h.spec.until_ack(job.bytes, job.io_ns);
-                    self.st
-                        .q
-                        .push(now + d, EventKind::ThreadWake { thread: id });
-                    return false;
+                    th.io_wake_below = window;
                 }
-                RtOp::HelperDone => {
+                debug_assert!(
+                    wait || matches!(
+                        self.st.workloads[w].ops.get(th.pc as usize),
+                        Some(RtOp::Io { .. })
+                    ),
+                    "an Io op that leaves requests in flight is followed by another Io"
+                );
+                let guest = th.task < self.st.n_vcpu_tasks;
+                // kemari-next's event-tap holds writes (and flushes), not reads.
+                if guest && write_bytes > 0 && self.st.vm_kemari[vm] != NONE {
+                    th.kemari_io = true;
+                    self.ft_start_sync(vm, id, x, write_bytes);
+                } else if guest && write_bytes > 0 && self.st.vm_drbd[vm] != NONE {
+                    let from_cpu =
+                        self.st.tasks[self.st.threads[id as usize].task as usize].last_cpu;
+                    self.ft_replicate(vm, id, done, x, write_bytes, from_cpu, NONE);
+                } else {
+                    self.st.q.push(done, EventKind::ThreadWake { thread: id });
+                }
+                if !wait {
+                    return None; // the window has room: the next request goes out now
+                }
+                return Some(false);
+            }
+            RtOp::HelperWait => {
+                let h = self.st.workloads[w].helper as usize;
+                self.ft_release_mutex(h);
+                let th = &mut self.st.threads[id as usize];
+                let helper = &mut self.st.helpers[h];
+                // QEMU's main loop runs expired timers before bottom halves (the
+                // event-tap's sync), so a pending timer goes first.
+                if let Some(p) = helper.timers.pop_front() {
+                    helper.cur_timer = Some(p);
                     th.pc += 1;
-                    let h = self.st.workloads[w].helper as usize;
-                    if let Some(p) = self.st.helpers[h].cur_timer.take() {
-                        self.ft_interrupt_raised(h, p);
-                    } else {
-                        // kemari-next waits for the secondary's ack in QEMU's main loop,
-                        // which runs the timers that expired meanwhile: their interrupts
-                        // are pending as the VM resumes.
-                        while let Some(p) = self.st.helpers[h].timers.pop_front() {
-                            self.ft_interrupt_raised(h, p);
-                        }
-                        self.ft_job_done(h);
+                    return None;
+                }
+                match helper.jobs.pop_front() {
+                    Some(job) => {
+                        helper.cur = Some(job);
+                        th.pc += 1;
+                        self.ft_begin_job(h);
                     }
-                }
-                RtOp::HelperFlush => {
-                    th.pc += 1;
-                    let h = self.st.workloads[w].helper as usize;
-                    let helper = &mut self.st.helpers[h];
-                    if helper.flushing {
-                        helper.flush_blocked = true;
+                    None => {
+                        helper.waiting = true;
                         th.state = ThState::Blocked;
-                        return false;
-                    }
-                }
-                RtOp::WaitRequest => {
-                    let wl = &mut self.st.workloads[w];
-                    match wl.queue.pop_front() {
-                        Some(p) => {
-                            th.packet = Some(p);
-                            th.pc += 1;
-                        }
-                        None => {
-                            wl.waiting.push_back(id);
-                            th.state = ThState::Blocked;
-                            return false;
-                        }
-                    }
-                }
-                RtOp::Respond => {
-                    th.pc += 1;
-                    if let Some(p) = th.packet.take() {
-                        if self.st.io_backend == NONE {
-                            self.complete_request(w as u32, p.arrived);
-                        } else {
-                            self.send_to_backend(Packet {
-                                outbound: true,
-                                ..p
-                            });
-                        }
-                    }
-                }
-                RtOp::PacketWork {
-                    per_packet,
-                    per_kib,
-                } => {
-                    let bytes = th
-                        .packet
-                        .map_or(0, |p| self.st.workloads[p.workload as usize].request_bytes);
-                    let x = per_packet + per_kib * bytes as f64 / 1024.0;
-                    if x > WORK_EPSILON {
-                        th.state = ThState::Compute {
-                            remaining: x,
-                            mode: Mode::Kernel,
-                            release: NONE,
-                        };
-                        return true;
-                    }
-                    th.pc += 1;
-                }
-                RtOp::Forward => {
-                    th.pc += 1;
-                    if let Some(p) = th.packet.take() {
-                        if p.outbound {
-                            self.complete_request(p.workload, p.arrived);
-                        } else {
-                            self.enqueue_inbound(p);
-                        }
-                    }
-                }
-                RtOp::LookbusySpin {
-                    util,
-                    first_busy_ns,
-                    spinners,
-                } => {
-                    let (util, first, spinners) = (*util, *first_busy_ns, *spinners);
-                    let busy = self.lookbusy_busy_ns(id, util, first, spinners);
-                    let wl = &self.st.workloads[w];
-                    if wl.dirty_bytes_per_ns > 0.0 {
-                        // As for Compute: dirtied as the busy phase starts.
-                        self.st.vm_dirty[wl.vm as usize] += busy * wl.dirty_bytes_per_ns;
-                    }
-                    let th = &mut self.st.threads[id as usize];
-                    // As for Compute: the pc advances when the work completes.
-                    th.state = ThState::Compute {
-                        remaining: busy,
-                        mode: Mode::User,
-                        release: NONE,
-                    };
-                    return true;
-                }
-                RtOp::RxDeliver => {
-                    th.pc += 1;
-                    if let Some(p) = th.packet.take() {
-                        self.enqueue(
-                            p.workload,
-                            Packet {
-                                received: true,
-                                ..p
-                            },
-                        );
+                        return Some(false);
                     }
                 }
             }
+            RtOp::HelperWork => {
+                let h = self.st.workloads[w].helper as usize;
+                let work = self.ft_job_cpu(h);
+                // As for Compute: the pc advances when the work completes.
+                if work <= WORK_EPSILON {
+                    self.st.threads[id as usize].pc += 1;
+                } else {
+                    self.st.threads[id as usize].state = ThState::Compute {
+                        remaining: work,
+                        mode: Mode::Kernel,
+                        release: NONE,
+                    };
+                    return Some(true);
+                }
+            }
+            RtOp::HelperNet => {
+                th.pc += 1;
+                let h = &self.st.helpers[self.st.workloads[w].helper as usize];
+                if h.cur_timer.is_some() {
+                    return None;
+                }
+                th.state = ThState::Blocked;
+                let job = h.cur.expect("helper job");
+                let d = h.spec.until_ack(job.bytes, job.io_ns);
+                self.st
+                    .q
+                    .push(now + d, EventKind::ThreadWake { thread: id });
+                return Some(false);
+            }
+            RtOp::HelperDone => {
+                th.pc += 1;
+                let h = self.st.workloads[w].helper as usize;
+                if let Some(p) = self.st.helpers[h].cur_timer.take() {
+                    self.ft_interrupt_raised(h, p);
+                } else {
+                    // kemari-next waits for the secondary's ack in QEMU's main loop,
+                    // which runs the timers that expired meanwhile: their interrupts
+                    // are pending as the VM resumes.
+                    while let Some(p) = self.st.helpers[h].timers.pop_front() {
+                        self.ft_interrupt_raised(h, p);
+                    }
+                    self.ft_job_done(h);
+                }
+            }
+            RtOp::HelperFlush => {
+                th.pc += 1;
+                let h = self.st.workloads[w].helper as usize;
+                let helper = &mut self.st.helpers[h];
+                if helper.flushing {
+                    helper.flush_blocked = true;
+                    th.state = ThState::Blocked;
+                    return Some(false);
+                }
+            }
+            RtOp::WaitRequest => {
+                let wl = &mut self.st.workloads[w];
+                match wl.queue.pop_front() {
+                    Some(p) => {
+                        th.packet = Some(p);
+                        th.pc += 1;
+                    }
+                    None => {
+                        wl.waiting.push_back(id);
+                        th.state = ThState::Blocked;
+                        return Some(false);
+                    }
+                }
+            }
+            RtOp::Respond => {
+                th.pc += 1;
+                if let Some(p) = th.packet.take() {
+                    if self.st.io_backend == NONE {
+                        self.complete_request(w as u32, p.arrived);
+                    } else {
+                        self.send_to_backend(Packet {
+                            outbound: true,
+                            ..p
+                        });
+                    }
+                }
+            }
+            RtOp::PacketWork {
+                per_packet,
+                per_kib,
+            } => {
+                let bytes = th
+                    .packet
+                    .map_or(0, |p| self.st.workloads[p.workload as usize].request_bytes);
+                let x = per_packet + per_kib * bytes as f64 / 1024.0;
+                if x > WORK_EPSILON {
+                    th.state = ThState::Compute {
+                        remaining: x,
+                        mode: Mode::Kernel,
+                        release: NONE,
+                    };
+                    return Some(true);
+                }
+                th.pc += 1;
+            }
+            RtOp::Forward => {
+                th.pc += 1;
+                if let Some(p) = th.packet.take() {
+                    if p.outbound {
+                        self.complete_request(p.workload, p.arrived);
+                    } else {
+                        self.enqueue_inbound(p);
+                    }
+                }
+            }
+            RtOp::LookbusySpin {
+                util,
+                first_busy_ns,
+                spinners,
+            } => {
+                let (util, first, spinners) = (*util, *first_busy_ns, *spinners);
+                let busy = self.lookbusy_busy_ns(id, util, first, spinners);
+                let wl = &self.st.workloads[w];
+                if wl.dirty_bytes_per_ns > 0.0 {
+                    // As for Compute: dirtied as the busy phase starts.
+                    self.st.vm_dirty[wl.vm as usize] += busy * wl.dirty_bytes_per_ns;
+                }
+                let th = &mut self.st.threads[id as usize];
+                // As for Compute: the pc advances when the work completes.
+                th.state = ThState::Compute {
+                    remaining: busy,
+                    mode: Mode::User,
+                    release: NONE,
+                };
+                return Some(true);
+            }
+            RtOp::RxDeliver => {
+                th.pc += 1;
+                if let Some(p) = th.packet.take() {
+                    self.enqueue(
+                        p.workload,
+                        Packet {
+                            received: true,
+                            ..p
+                        },
+                    );
+                }
+            }
         }
+        None
     }
 
     /// When the spinning vCPU `t` will take a PLE exit, if PLE applies to this spin.
