@@ -1744,10 +1744,11 @@ impl<S: Scheduler> Sim<S> {
             return;
         }
         let th = &mut self.st.threads[task.cur as usize];
-        let cpu = match self.view.state[t as usize] {
-            RunState::Running(c) => c as usize,
-            _ => return,
-        };
+        // An executing task runs where it was last dispatched (`executing` is set only
+        // after a dispatch and cleared by the deschedule): the task's own line says where,
+        // without a read of `view.state` (another line, a miss at thousands of vCPUs).
+        let cpu = task.last_cpu as usize;
+        debug_assert_eq!(self.view.state[t as usize], RunState::Running(cpu as u32));
         match &mut th.state {
             ThState::Compute { remaining, .. } => {
                 *remaining -= u64_as_f64(elapsed) * self.st.cpus[cpu].speed;
@@ -1859,11 +1860,18 @@ impl<S: Scheduler> Sim<S> {
     /// Sets the pCPU's guest deadline for the task's current thread.
     fn update_guest_deadline(&mut self, t: TaskId) {
         let now = self.st.now;
-        let cpu = match self.view.state[t as usize] {
-            RunState::Running(c) => c,
-            _ => return,
-        };
         let task = &mut self.st.tasks[t as usize];
+        // Executing: running where last dispatched (see `settle`), found on the task's
+        // line; otherwise only a running task (in its switch overhead) has a deadline.
+        let cpu = if task.executing {
+            debug_assert_eq!(self.view.state[t as usize], RunState::Running(task.last_cpu));
+            task.last_cpu
+        } else {
+            match self.view.state[t as usize] {
+                RunState::Running(c) => c,
+                _ => return,
+            }
+        };
         let th = &self.st.threads[task.cur as usize];
         let spinning = matches!(th.state, ThState::SpinLock { .. } | ThState::SpinIpi { .. });
         match (spinning, task.spin_since) {
