@@ -1239,12 +1239,13 @@ impl<S: Scheduler> Sim<S> {
             if self.st.opts.check_invariants {
                 self.check_invariants();
             }
-            if let Some(msg) = self.st.error.take() {
+            // Tested before taken: `take` would store None back on every event.
+            if self.st.error.is_some() {
                 return Err(SimError {
                     scenario: sc.name.clone(),
                     seed: self.st.seed,
                     at_ns: self.st.now.0,
-                    message: msg,
+                    message: self.st.error.take().expect("tested"),
                 });
             }
         }
@@ -1515,15 +1516,9 @@ impl<S: Scheduler> Sim<S> {
         task.run_since = now;
         task.c.dispatches += 1;
         let from = task.last_cpu;
-        if from != NONE && from != cpu && self.st.trace.is_some() {
-            self.trace_instant(t, "migrate", Some(cpu), Some(from));
-        }
-        let task = &mut self.st.tasks[t as usize];
-        if task.last_cpu != NONE && task.last_cpu != cpu {
-            let d = self
-                .view
-                .topo
-                .distance(task.last_cpu as usize, cpu as usize);
+        let migrated = from != NONE && from != cpu;
+        if migrated {
+            let d = self.view.topo.distance(from as usize, cpu as usize);
             let i = d as usize - 1;
             task.c.migrations[i] += 1;
             self.st.h.migrations[i] += 1;
@@ -1534,6 +1529,10 @@ impl<S: Scheduler> Sim<S> {
         task.kv.ready = false;
         if let Some(b) = task.kv.boosted_at.take() {
             self.st.boost_to_run[t as usize].record(now.since(b).ns());
+        }
+        // Traced once the task's record is done with (no other trace entry comes between).
+        if migrated && self.st.trace.is_some() {
+            self.trace_instant(t, "migrate", Some(cpu), Some(from));
         }
         self.view.state[t as usize] = RunState::Running(cpu);
         self.view.cpu_curr[cpu as usize] = Some(t);
