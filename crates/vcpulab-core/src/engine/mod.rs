@@ -617,6 +617,9 @@ struct Cpu {
     speed: f64,
     /// Counted as busy by the clock model (kept across a direct task-to-task switch).
     busy: bool,
+    /// In `State::dirty`: its deadline is re-armed at the end of the event (here rather
+    /// than in a flag array: the re-arm reads this record anyway).
+    dirty: bool,
 }
 
 #[derive(Clone, Default)]
@@ -670,7 +673,6 @@ struct State {
     kicks: Vec<TaskId>,
     /// pCPUs whose deadline may have changed; re-armed once at the end of the event.
     dirty: Vec<CpuId>,
-    dirty_flag: Vec<bool>,
     h: HostCounters,
     global_gen: u32,
     error: Option<String>,
@@ -1045,6 +1047,7 @@ impl<S: Scheduler> Sim<S> {
                     gen: 0,
                     speed: idle_speed,
                     busy: false,
+                    dirty: false,
                 })
                 .collect(),
             tasks,
@@ -1072,7 +1075,6 @@ impl<S: Scheduler> Sim<S> {
             vm_workload_base,
             kicks: Vec::new(),
             dirty: Vec::new(),
-            dirty_flag: vec![false; ncpus],
             h: HostCounters::default(),
             global_gen: 0,
             error: None,
@@ -1630,9 +1632,9 @@ impl<S: Scheduler> Sim<S> {
     /// Marks the pCPU's deadline for re-arming at the end of the current event.
     #[inline]
     fn rearm(&mut self, cpu: CpuId) {
-        let f = &mut self.st.dirty_flag[cpu as usize];
-        if !*f {
-            *f = true;
+        let c = &mut self.st.cpus[cpu as usize];
+        if !c.dirty {
+            c.dirty = true;
             self.st.dirty.push(cpu);
         }
     }
@@ -1642,8 +1644,8 @@ impl<S: Scheduler> Sim<S> {
         // In marking order, so simultaneous deadlines keep the order they were set in.
         for i in 0..self.st.dirty.len() {
             let cpu = self.st.dirty[i];
-            self.st.dirty_flag[cpu as usize] = false;
             let c = &mut self.st.cpus[cpu as usize];
+            c.dirty = false;
             let want = match (c.timer_at, c.guest_at) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
