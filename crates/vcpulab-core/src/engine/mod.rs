@@ -1422,7 +1422,6 @@ impl<S: Scheduler> Sim<S> {
         }
         if let Some(p) = prev_opt {
             self.deschedule(p, cpu, RunState::Runnable);
-            self.st.tasks[p as usize].c.preemptions += 1;
         }
         match next {
             Some(n) => self.dispatch(n, cpu),
@@ -1443,7 +1442,8 @@ impl<S: Scheduler> Sim<S> {
         self.apply_out();
     }
 
-    /// Takes a task off its pCPU, accounting its run time.
+    /// Takes a task off its pCPU, accounting its run time, and counts a preemption (to
+    /// Runnable) or a halt (to Halted).
     fn deschedule(&mut self, t: TaskId, cpu: CpuId, to: RunState) {
         let now = self.st.now;
         if self.st.trace.is_some() {
@@ -1458,6 +1458,11 @@ impl<S: Scheduler> Sim<S> {
         }
         let task = &mut self.st.tasks[t as usize];
         task.c.run_ns += now.since(task.state_since).ns();
+        match to {
+            RunState::Runnable => task.c.preemptions += 1,
+            RunState::Halted => task.c.halts += 1,
+            RunState::Running(_) => {}
+        }
         if let Some(until) = task.exit_until.take() {
             // Descheduled from inside a PLE exit (a directed yield): the rest is not paid.
             task.c.overhead_ns -= until.since(now).ns();
@@ -2628,7 +2633,6 @@ impl<S: Scheduler> Sim<S> {
             return;
         };
         self.deschedule(t, cpu, RunState::Halted);
-        self.st.tasks[t as usize].c.halts += 1;
         self.sched.block(ctx!(self), cpu, t);
         self.apply_out();
         ctx!(self).resched(cpu);
