@@ -1568,6 +1568,8 @@ impl<S: Scheduler> Sim<S> {
     }
 
     /// The vCPU starts executing guest code: acknowledge pending IPIs, run its threads.
+    /// Inlined (forced) into dispatch, which calls it on nearly every switch without cost.
+    #[inline(always)]
     fn begin_exec(&mut self, t: TaskId) {
         let now = self.st.now;
         let task = &mut self.st.tasks[t as usize];
