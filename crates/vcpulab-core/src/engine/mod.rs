@@ -487,10 +487,10 @@ struct TaskCounters {
 }
 
 /// Laid out by hand, in declaration order, for the cache: a dispatch, deschedule, settle
-/// or wake touches the first two lines, the first line of `c`, and `pending_acks` with
-/// `kv`'s flags on the line after it; the rest is cold. With the compiler's order these
-/// fields spread over five or six lines of the 344 bytes, and at 8,192 vCPUs each was a
-/// miss.
+/// or wake touches the first two lines and the first line of `c`; the rest is cold unless
+/// IPIs are pending (`pending_acks`) or KVM's PLE handling is on (`kv`). With the
+/// compiler's order these fields spread over five or six lines of the 344 bytes, and at
+/// 8,192 vCPUs each was a miss.
 #[repr(C, align(64))]
 struct Task {
     // Line 0.
@@ -518,6 +518,9 @@ struct Task {
     /// lives on the heap, and testing it (or a separate flag array) missed the cache on
     /// every dispatch, while this line is read by the dispatch anyway.
     runs_anywhere: bool,
+    /// `pending_acks` is not empty: tested on every dispatch, so it lives on this line
+    /// and the vector's (a fourth line) is read only when it holds something.
+    has_pending_acks: bool,
     // Line 1.
     /// Spin time has been charged to `c.spin_ns` up to here; None when not spinning.
     spin_since: Option<SimTime>,
@@ -535,6 +538,7 @@ struct Task {
 
 // What a dispatch reads stays on the first line (see the layout note above).
 const _: () = assert!(std::mem::offset_of!(Task, runs_anywhere) < 64);
+const _: () = assert!(std::mem::offset_of!(Task, has_pending_acks) < 64);
 
 impl Task {
     fn new(vm: u32, ple_window: u64) -> Task {
@@ -555,6 +559,7 @@ impl Task {
             pending_acks: Vec::new(),
             in_mm: false,
             runs_anywhere: false,
+            has_pending_acks: false,
             c: TaskCounters::default(),
             run_ns_before_warmup: 0,
             kv: KvmTask {
@@ -1435,7 +1440,10 @@ impl<S: Scheduler> Sim<S> {
         let task = &mut self.st.tasks[t as usize];
         task.c.halted_ns += now.since(task.state_since).ns();
         task.state_since = now;
-        task.kv.ready = true; // kvm_vcpu_wake_up
+        if self.st.kvm.is_some() {
+            // Read only by KVM's directed yield; without it this line stays cold.
+            task.kv.ready = true; // kvm_vcpu_wake_up
+        }
         task.runnable_since = now;
         self.view.state[t as usize] = RunState::Runnable;
         self.sched.wake(ctx!(self), t);
@@ -1532,10 +1540,13 @@ impl<S: Scheduler> Sim<S> {
             cost += self.st.costs_migration[i];
         }
         task.last_cpu = cpu;
-        task.kv.preempted = false;
-        task.kv.ready = false;
-        if let Some(b) = task.kv.boosted_at.take() {
-            self.st.boost_to_run[t as usize].record(now.since(b).ns());
+        if self.st.kvm.is_some() {
+            // Set and read only with KVM's PLE handling; without it this line stays cold.
+            task.kv.preempted = false;
+            task.kv.ready = false;
+            if let Some(b) = task.kv.boosted_at.take() {
+                self.st.boost_to_run[t as usize].record(now.since(b).ns());
+            }
         }
         // Traced once the task's record is done with (no other trace entry comes between).
         if migrated && self.st.trace.is_some() {
@@ -1594,14 +1605,16 @@ impl<S: Scheduler> Sim<S> {
     /// (descheduled, halted or in a PLE exit): it handles them as soon as it is back.
     #[inline(always)]
     fn ack_pending_ipis(&mut self, t: TaskId) {
-        if !self.st.tasks[t as usize].pending_acks.is_empty() {
+        if self.st.tasks[t as usize].has_pending_acks {
             self.ack_pending_ipis_now(t);
         }
     }
 
     #[inline(never)]
     fn ack_pending_ipis_now(&mut self, t: TaskId) {
-        let acks = std::mem::take(&mut self.st.tasks[t as usize].pending_acks);
+        let task = &mut self.st.tasks[t as usize];
+        let acks = std::mem::take(&mut task.pending_acks);
+        task.has_pending_acks = false;
         for sender in acks {
             self.ack_ipi(sender);
         }
@@ -2611,7 +2624,9 @@ impl<S: Scheduler> Sim<S> {
             if self.st.tasks[tt as usize].executing {
                 continue; // acknowledged at once
             }
-            self.st.tasks[tt as usize].pending_acks.push(id);
+            let target = &mut self.st.tasks[tt as usize];
+            target.pending_acks.push(id);
+            target.has_pending_acks = true;
             pending += 1;
             if self.view.state[tt as usize] == RunState::Halted {
                 self.make_runnable(tt);
