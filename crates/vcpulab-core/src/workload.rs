@@ -34,8 +34,20 @@ pub enum Dist {
 }
 
 impl Dist {
-    #[inline]
+    /// A draw. The constant and the exponential (the common cases) are inlined at the
+    /// call; the others are out of line.
+    #[inline(always)]
     pub fn sample(&self, rng: &mut Rng) -> f64 {
+        match *self {
+            Dist::Fixed(x) => x,
+            Dist::Exp { mean } => rng.exp(mean),
+            _ => self.sample_other(rng),
+        }
+    }
+
+    /// Every distribution (so it stands alone); `sample` calls it for the rarer ones.
+    #[inline(never)]
+    fn sample_other(&self, rng: &mut Rng) -> f64 {
         match *self {
             Dist::Fixed(x) => x,
             Dist::Exp { mean } => rng.exp(mean),

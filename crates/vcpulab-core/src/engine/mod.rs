@@ -36,7 +36,7 @@ use crate::sched::{
     YieldResult,
 };
 use crate::summary::*;
-use crate::time::{SimDuration, SimTime};
+use crate::time::{u64_as_f64, SimDuration, SimTime};
 use crate::topology::{CpuSet, Distance};
 use crate::workload::{Arrivals, Dist, IpiTargets, Mode, Op};
 use queue::{EventKind, EventQueue, HELPER_FLUSH_DONE, HELPER_IRQ_ARRIVES};
@@ -487,10 +487,10 @@ struct TaskCounters {
 }
 
 /// Laid out by hand, in declaration order, for the cache: a dispatch, deschedule, settle
-/// or wake touches the first two lines, the first line of `c`, and `pending_acks` with
-/// `kv`'s flags on the line after it; the rest is cold. With the compiler's order these
-/// fields spread over five or six lines of the 344 bytes, and at 8,192 vCPUs each was a
-/// miss.
+/// or wake touches the first two lines and the first line of `c`; the rest is cold unless
+/// IPIs are pending (`pending_acks`) or KVM's PLE handling is on (`kv`). With the
+/// compiler's order these fields spread over five or six lines of the 344 bytes, and at
+/// 8,192 vCPUs each was a miss.
 #[repr(C, align(64))]
 struct Task {
     // Line 0.
@@ -518,6 +518,9 @@ struct Task {
     /// lives on the heap, and testing it (or a separate flag array) missed the cache on
     /// every dispatch, while this line is read by the dispatch anyway.
     runs_anywhere: bool,
+    /// `pending_acks` is not empty: tested on every dispatch, so it lives on this line
+    /// and the vector's (a fourth line) is read only when it holds something.
+    has_pending_acks: bool,
     // Line 1.
     /// Spin time has been charged to `c.spin_ns` up to here; None when not spinning.
     spin_since: Option<SimTime>,
@@ -535,6 +538,7 @@ struct Task {
 
 // What a dispatch reads stays on the first line (see the layout note above).
 const _: () = assert!(std::mem::offset_of!(Task, runs_anywhere) < 64);
+const _: () = assert!(std::mem::offset_of!(Task, has_pending_acks) < 64);
 
 impl Task {
     fn new(vm: u32, ple_window: u64) -> Task {
@@ -555,6 +559,7 @@ impl Task {
             pending_acks: Vec::new(),
             in_mm: false,
             runs_anywhere: false,
+            has_pending_acks: false,
             c: TaskCounters::default(),
             run_ns_before_warmup: 0,
             kv: KvmTask {
@@ -617,6 +622,9 @@ struct Cpu {
     speed: f64,
     /// Counted as busy by the clock model (kept across a direct task-to-task switch).
     busy: bool,
+    /// In `State::dirty`: its deadline is re-armed at the end of the event (here rather
+    /// than in a flag array: the re-arm reads this record anyway).
+    dirty: bool,
 }
 
 #[derive(Clone, Default)]
@@ -668,11 +676,8 @@ struct State {
     /// First workload id of each VM.
     vm_workload_base: Vec<u32>,
     kicks: Vec<TaskId>,
-    /// Scratch buffer for a batch of reschedule requests (reused, never reallocated).
-    resched_batch: Vec<CpuId>,
     /// pCPUs whose deadline may have changed; re-armed once at the end of the event.
     dirty: Vec<CpuId>,
-    dirty_flag: Vec<bool>,
     h: HostCounters,
     global_gen: u32,
     error: Option<String>,
@@ -708,6 +713,9 @@ struct State {
     vm_drbd: Vec<u32>,
     /// Per VM: stopped by a Kemari sync, since when, and totals.
     vm_paused: Vec<bool>,
+    /// How many VMs are stopped now: `vcpu_paused`, asked several times per event, looks
+    /// no further while none is (always, without Kemari).
+    vms_paused: u32,
     vm_paused_since: Vec<SimTime>,
     vm_paused_ns: Vec<u64>,
     vm_syncs: Vec<u64>,
@@ -1044,6 +1052,7 @@ impl<S: Scheduler> Sim<S> {
                     gen: 0,
                     speed: idle_speed,
                     busy: false,
+                    dirty: false,
                 })
                 .collect(),
             tasks,
@@ -1070,9 +1079,7 @@ impl<S: Scheduler> Sim<S> {
                 .collect(),
             vm_workload_base,
             kicks: Vec::new(),
-            resched_batch: Vec::new(),
             dirty: Vec::new(),
-            dirty_flag: vec![false; ncpus],
             h: HostCounters::default(),
             global_gen: 0,
             error: None,
@@ -1100,6 +1107,7 @@ impl<S: Scheduler> Sim<S> {
             vm_kemari,
             vm_drbd,
             vm_paused: vec![false; nvms],
+            vms_paused: 0,
             vm_paused_since: vec![SimTime::ZERO; nvms],
             vm_paused_ns: vec![0; nvms],
             vm_syncs: vec![0; nvms],
@@ -1118,6 +1126,32 @@ impl<S: Scheduler> Sim<S> {
             view,
             out,
             st,
+        }
+    }
+
+    /// Asks the CPU to fetch the records the next event will use while this one is
+    /// handled. With thousands of vCPUs their task and thread records do not fit the
+    /// cache, and each first touch was a miss that the event's handling waited for.
+    /// Usually the next event in the queue is the next one handled (a new event may come
+    /// first; then the hint is wasted, nothing else).
+    #[inline(always)]
+    fn prefetch_next_event(&self) {
+        match self.st.q.peek_kind() {
+            Some(EventKind::Cpu { cpu, .. }) => {
+                let t = self.st.cpus[cpu as usize].curr;
+                if t != NONE {
+                    prefetch_lines(&self.st.tasks[t as usize], 3);
+                }
+                // The event often ends the current run, and the scheduler's next pick
+                // is dispatched at once.
+                if let Some(n) = self.sched.likely_next(cpu) {
+                    prefetch_lines(&self.st.tasks[n as usize], 3);
+                }
+            }
+            Some(EventKind::ThreadWake { thread }) => {
+                prefetch_lines(&self.st.threads[thread as usize], 1);
+            }
+            _ => {}
         }
     }
 
@@ -1177,6 +1211,7 @@ impl<S: Scheduler> Sim<S> {
                 ));
             }
             self.st.now = ev.time;
+            self.prefetch_next_event();
             match ev.kind {
                 EventKind::Cpu { cpu, gen } => {
                     let c = &self.st.cpus[cpu as usize];
@@ -1238,12 +1273,13 @@ impl<S: Scheduler> Sim<S> {
             if self.st.opts.check_invariants {
                 self.check_invariants();
             }
-            if let Some(msg) = self.st.error.take() {
+            // Tested before taken: `take` would store None back on every event.
+            if self.st.error.is_some() {
                 return Err(SimError {
                     scenario: sc.name.clone(),
                     seed: self.st.seed,
                     at_ns: self.st.now.0,
-                    message: msg,
+                    message: self.st.error.take().expect("tested"),
                 });
             }
         }
@@ -1352,34 +1388,17 @@ impl<S: Scheduler> Sim<S> {
 
     /// Runs kicked vCPUs and pending reschedules until nothing is left to do.
     fn flush(&mut self) {
-        loop {
-            if let Some(t) = self.st.kicks.pop() {
-                if self.st.tasks[t as usize].executing {
-                    self.settle(t);
-                    self.run_guest(t);
-                }
-                continue;
-            }
-            if self.out.resched.is_empty() {
-                break;
-            }
-            // Reschedule in request order; new requests made meanwhile come after. The
-            // batch buffer is reused so the hot path does not allocate.
-            let mut batch = std::mem::take(&mut self.st.resched_batch);
-            std::mem::swap(&mut batch, &mut self.out.resched);
-            for &cpu in &batch {
-                self.out.resched_pending[cpu as usize] = false;
-                self.resched(cpu);
-                while let Some(t) = self.st.kicks.pop() {
-                    if self.st.tasks[t as usize].executing {
-                        self.settle(t);
-                        self.run_guest(t);
-                    }
-                }
-            }
-            batch.clear();
-            self.st.resched_batch = batch;
+        self.run_kicked();
+        // Reschedule in request order; requests made meanwhile are appended and come
+        // after, so one pass with a cursor handles them all (no batch buffer to swap).
+        let mut i = 0;
+        while let Some(&cpu) = self.out.resched.get(i) {
+            i += 1;
+            self.out.resched_pending[cpu as usize] = false;
+            self.resched(cpu);
+            self.run_kicked();
         }
+        self.out.resched.clear();
         while let Some(t) = self.st.spin_loop_exits.pop() {
             let task = &mut self.st.tasks[t as usize];
             if task.executing {
@@ -1388,6 +1407,17 @@ impl<S: Scheduler> Sim<S> {
             }
         }
         self.commit_rearms();
+    }
+
+    /// Runs the guests of kicked vCPUs that are still executing.
+    #[inline(always)]
+    fn run_kicked(&mut self) {
+        while let Some(t) = self.st.kicks.pop() {
+            if self.st.tasks[t as usize].executing {
+                self.settle(t);
+                self.run_guest(t);
+            }
+        }
     }
 
     fn resched(&mut self, cpu: CpuId) {
@@ -1424,7 +1454,6 @@ impl<S: Scheduler> Sim<S> {
         }
         if let Some(p) = prev_opt {
             self.deschedule(p, cpu, RunState::Runnable);
-            self.st.tasks[p as usize].c.preemptions += 1;
         }
         match next {
             Some(n) => self.dispatch(n, cpu),
@@ -1438,14 +1467,18 @@ impl<S: Scheduler> Sim<S> {
         let task = &mut self.st.tasks[t as usize];
         task.c.halted_ns += now.since(task.state_since).ns();
         task.state_since = now;
-        task.kv.ready = true; // kvm_vcpu_wake_up
+        if self.st.kvm.is_some() {
+            // Read only by KVM's directed yield; without it this line stays cold.
+            task.kv.ready = true; // kvm_vcpu_wake_up
+        }
         task.runnable_since = now;
         self.view.state[t as usize] = RunState::Runnable;
         self.sched.wake(ctx!(self), t);
         self.apply_out();
     }
 
-    /// Takes a task off its pCPU, accounting its run time.
+    /// Takes a task off its pCPU, accounting its run time, and counts a preemption (to
+    /// Runnable) or a halt (to Halted).
     fn deschedule(&mut self, t: TaskId, cpu: CpuId, to: RunState) {
         let now = self.st.now;
         if self.st.trace.is_some() {
@@ -1460,6 +1493,11 @@ impl<S: Scheduler> Sim<S> {
         }
         let task = &mut self.st.tasks[t as usize];
         task.c.run_ns += now.since(task.state_since).ns();
+        match to {
+            RunState::Runnable => task.c.preemptions += 1,
+            RunState::Halted => task.c.halts += 1,
+            RunState::Running(_) => {}
+        }
         if let Some(until) = task.exit_until.take() {
             // Descheduled from inside a PLE exit (a directed yield): the rest is not paid.
             task.c.overhead_ns -= until.since(now).ns();
@@ -1520,25 +1558,26 @@ impl<S: Scheduler> Sim<S> {
         task.run_since = now;
         task.c.dispatches += 1;
         let from = task.last_cpu;
-        if from != NONE && from != cpu && self.st.trace.is_some() {
-            self.trace_instant(t, "migrate", Some(cpu), Some(from));
-        }
-        let task = &mut self.st.tasks[t as usize];
-        if task.last_cpu != NONE && task.last_cpu != cpu {
-            let d = self
-                .view
-                .topo
-                .distance(task.last_cpu as usize, cpu as usize);
+        let migrated = from != NONE && from != cpu;
+        if migrated {
+            let d = self.view.topo.distance(from as usize, cpu as usize);
             let i = d as usize - 1;
             task.c.migrations[i] += 1;
             self.st.h.migrations[i] += 1;
             cost += self.st.costs_migration[i];
         }
         task.last_cpu = cpu;
-        task.kv.preempted = false;
-        task.kv.ready = false;
-        if let Some(b) = task.kv.boosted_at.take() {
-            self.st.boost_to_run[t as usize].record(now.since(b).ns());
+        if self.st.kvm.is_some() {
+            // Set and read only with KVM's PLE handling; without it this line stays cold.
+            task.kv.preempted = false;
+            task.kv.ready = false;
+            if let Some(b) = task.kv.boosted_at.take() {
+                self.st.boost_to_run[t as usize].record(now.since(b).ns());
+            }
+        }
+        // Traced once the task's record is done with (no other trace entry comes between).
+        if migrated && self.st.trace.is_some() {
+            self.trace_instant(t, "migrate", Some(cpu), Some(from));
         }
         self.view.state[t as usize] = RunState::Running(cpu);
         self.view.cpu_curr[cpu as usize] = Some(t);
@@ -1567,6 +1606,8 @@ impl<S: Scheduler> Sim<S> {
     }
 
     /// The vCPU starts executing guest code: acknowledge pending IPIs, run its threads.
+    /// Inlined (forced) into dispatch, which calls it on nearly every switch without cost.
+    #[inline(always)]
     fn begin_exec(&mut self, t: TaskId) {
         let now = self.st.now;
         let task = &mut self.st.tasks[t as usize];
@@ -1591,14 +1632,16 @@ impl<S: Scheduler> Sim<S> {
     /// (descheduled, halted or in a PLE exit): it handles them as soon as it is back.
     #[inline(always)]
     fn ack_pending_ipis(&mut self, t: TaskId) {
-        if !self.st.tasks[t as usize].pending_acks.is_empty() {
+        if self.st.tasks[t as usize].has_pending_acks {
             self.ack_pending_ipis_now(t);
         }
     }
 
     #[inline(never)]
     fn ack_pending_ipis_now(&mut self, t: TaskId) {
-        let acks = std::mem::take(&mut self.st.tasks[t as usize].pending_acks);
+        let task = &mut self.st.tasks[t as usize];
+        let acks = std::mem::take(&mut task.pending_acks);
+        task.has_pending_acks = false;
         for sender in acks {
             self.ack_ipi(sender);
         }
@@ -1636,9 +1679,9 @@ impl<S: Scheduler> Sim<S> {
     /// Marks the pCPU's deadline for re-arming at the end of the current event.
     #[inline]
     fn rearm(&mut self, cpu: CpuId) {
-        let f = &mut self.st.dirty_flag[cpu as usize];
-        if !*f {
-            *f = true;
+        let c = &mut self.st.cpus[cpu as usize];
+        if !c.dirty {
+            c.dirty = true;
             self.st.dirty.push(cpu);
         }
     }
@@ -1648,8 +1691,8 @@ impl<S: Scheduler> Sim<S> {
         // In marking order, so simultaneous deadlines keep the order they were set in.
         for i in 0..self.st.dirty.len() {
             let cpu = self.st.dirty[i];
-            self.st.dirty_flag[cpu as usize] = false;
             let c = &mut self.st.cpus[cpu as usize];
+            c.dirty = false;
             let want = match (c.timer_at, c.guest_at) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
@@ -1671,8 +1714,9 @@ impl<S: Scheduler> Sim<S> {
     // ----------------------------------------------------------------- clock model
 
     /// Marks `cpu` busy or idle for the clock model. Without one (no SMT sharing, one
-    /// clock) nothing depends on it, so that common case returns here, inlined.
-    #[inline]
+    /// clock) nothing depends on it, so that common case returns here, inlined (forced:
+    /// left to itself the compiler kept it out of line, a call per dispatch for a test).
+    #[inline(always)]
     fn set_busy(&mut self, cpu: CpuId, busy: bool) {
         if self.st.rate_model && self.st.cpus[cpu as usize].busy != busy {
             self.change_busy(cpu, busy);
@@ -1732,8 +1776,9 @@ impl<S: Scheduler> Sim<S> {
 
     // ----------------------------------------------------------------- guest model
 
-    /// Brings the executing task's compute progress and spin time up to now.
-    #[inline]
+    /// Brings the executing task's compute progress and spin time up to now. Inlined
+    /// (forced: the compiler kept it out of line, and the call cost a third of its work).
+    #[inline(always)]
     fn settle(&mut self, t: TaskId) {
         let now = self.st.now;
         let task = &mut self.st.tasks[t as usize];
@@ -1747,16 +1792,17 @@ impl<S: Scheduler> Sim<S> {
             return;
         }
         let th = &mut self.st.threads[task.cur as usize];
-        let cpu = match self.view.state[t as usize] {
-            RunState::Running(c) => c as usize,
-            _ => return,
-        };
+        // An executing task runs where it was last dispatched (`executing` is set only
+        // after a dispatch and cleared by the deschedule): the task's own line says where,
+        // without a read of `view.state` (another line, a miss at thousands of vCPUs).
+        let cpu = task.last_cpu as usize;
+        debug_assert_eq!(self.view.state[t as usize], RunState::Running(cpu as u32));
         match &mut th.state {
             ThState::Compute { remaining, .. } => {
-                *remaining -= elapsed as f64 * self.st.cpus[cpu].speed;
+                *remaining -= u64_as_f64(elapsed) * self.st.cpus[cpu].speed;
             }
             ThState::SpinLock { pv_left, .. } if pv_left.is_finite() => {
-                *pv_left -= elapsed as f64 * self.st.cpus[cpu].speed;
+                *pv_left -= u64_as_f64(elapsed) * self.st.cpus[cpu].speed;
             }
             _ => {}
         }
@@ -1862,11 +1908,18 @@ impl<S: Scheduler> Sim<S> {
     /// Sets the pCPU's guest deadline for the task's current thread.
     fn update_guest_deadline(&mut self, t: TaskId) {
         let now = self.st.now;
-        let cpu = match self.view.state[t as usize] {
-            RunState::Running(c) => c,
-            _ => return,
-        };
         let task = &mut self.st.tasks[t as usize];
+        // Executing: running where last dispatched (see `settle`), found on the task's
+        // line; otherwise only a running task (in its switch overhead) has a deadline.
+        let cpu = if task.executing {
+            debug_assert_eq!(self.view.state[t as usize], RunState::Running(task.last_cpu));
+            task.last_cpu
+        } else {
+            match self.view.state[t as usize] {
+                RunState::Running(c) => c,
+                _ => return,
+            }
+        };
         let th = &self.st.threads[task.cur as usize];
         let spinning = matches!(th.state, ThState::SpinLock { .. } | ThState::SpinIpi { .. });
         match (spinning, task.spin_since) {
@@ -2027,123 +2080,6 @@ impl<S: Scheduler> Sim<S> {
                     }
                     th.pc += 1;
                 }
-                RtOp::Lock {
-                    lock,
-                    hold,
-                    mode,
-                    shards,
-                } => {
-                    let (hold, mode) = (hold.sample(&mut th.rng), *mode);
-                    let vm = self.st.workloads[w].vm;
-                    // Threads split into `shards` consecutive groups, one lock each.
-                    let per = self.st.workload_threads[w].div_ceil(*shards).max(1);
-                    let gl = self.st.vm_lock_base[vm as usize] + *lock + th.index_in_workload / per;
-                    let pv_left = self.pv_spin_budget(vm, mode);
-                    self.st.threads[id as usize].state = ThState::SpinLock {
-                        lock: gl,
-                        hold,
-                        mode,
-                        pv_left,
-                    };
-                    if !self.try_lock(id, gl, true) {
-                        if self.st.locks[gl as usize].kind == LockKind::Mutex {
-                            // futex_wait: sleep until the holder's release wakes us, then
-                            // run this operation again.
-                            self.st.threads[id as usize].state = ThState::Blocked;
-                            return false;
-                        }
-                        return true;
-                    }
-                    self.st.threads[id as usize].state = ThState::Compute {
-                        remaining: hold,
-                        mode,
-                        release: gl,
-                    };
-                }
-                RtOp::Ipi { targets } => {
-                    let targets = targets.clone();
-                    let pending = self.send_ipis(id, &targets);
-                    let th = &mut self.st.threads[id as usize];
-                    if pending == 0 {
-                        th.pc += 1;
-                    } else {
-                        th.state = ThState::SpinIpi { pending };
-                        return true;
-                    }
-                }
-                RtOp::Io {
-                    latency,
-                    write_bytes,
-                    window,
-                    writeback,
-                } => {
-                    let vm = self.st.workloads[w].vm as usize;
-                    let mut window = *window;
-                    if th.task < self.st.n_vcpu_tasks && self.st.vm_cfq[vm] {
-                        if *writeback {
-                            // cfq_may_dispatch with low_latency (see
-                            // workload::CFQ_SLICE_SYNC_NS): one more writeback request in
-                            // flight per 100 ms since the last delayed synchronous one, one
-                            // when none is, and none while a synchronous one is in flight.
-                            let since = now.0 as i64 - self.st.vm_last_delayed_sync_ns[vm];
-                            let depth = (since / crate::workload::CFQ_SLICE_SYNC_NS as i64)
-                                .clamp(1, u32::MAX as i64)
-                                as u32;
-                            let sync_busy = self.st.vm_sync_in_flight[vm] > 0;
-                            if sync_busy || th.io_pending >= depth {
-                                // Held back: try again at the thread's next completion,
-                                // or, with none in flight, when the synchronous ones are
-                                // done.
-                                th.state = ThState::Blocked;
-                                if th.io_pending > 0 {
-                                    th.io_wake_below = depth.min(th.io_pending);
-                                } else {
-                                    self.st.vm_async_waiters[vm].push(id);
-                                }
-                                return false;
-                            }
-                            window = window.min(depth);
-                        } else {
-                            self.st.io_sync_since[id as usize] = now;
-                            self.st.vm_sync_in_flight[vm] += 1;
-                        }
-                    }
-                    let x = SimDuration::round_ns(latency.sample(&mut th.rng)).0;
-                    let write_bytes = *write_bytes;
-                    th.pc += 1;
-                    th.io_pending += 1;
-                    // The disk takes the thread's requests in turn.
-                    let done = now.max(th.io_tail) + SimDuration(x);
-                    th.io_tail = done;
-                    let wait = th.io_pending >= window;
-                    if wait {
-                        th.state = ThState::Blocked;
-                        th.io_wake_below = window;
-                    }
-                    debug_assert!(
-                        wait || matches!(
-                            self.st.workloads[w].ops.get(th.pc as usize),
-                            Some(RtOp::Io { .. })
-                        ),
-                        "an Io op that leaves requests in flight is followed by another Io"
-                    );
-                    let guest = th.task < self.st.n_vcpu_tasks;
-                    // kemari-next's event-tap holds writes (and flushes), not reads.
-                    if guest && write_bytes > 0 && self.st.vm_kemari[vm] != NONE {
-                        th.kemari_io = true;
-                        self.ft_start_sync(vm, id, x, write_bytes);
-                    } else if guest && write_bytes > 0 && self.st.vm_drbd[vm] != NONE {
-                        let from_cpu =
-                            self.st.tasks[self.st.threads[id as usize].task as usize].last_cpu;
-                        self.ft_replicate(vm, id, done, x, write_bytes, from_cpu, NONE);
-                    } else {
-                        self.st.q.push(done, EventKind::ThreadWake { thread: id });
-                    }
-                    if !wait {
-                        continue; // the window has room: the next request goes out now
-                    }
-                    return false;
-                }
                 RtOp::Sleep { duration: d } => {
                     let x = d.sample(&mut th.rng);
                     th.state = ThState::Blocked;
@@ -2154,175 +2090,310 @@ impl<S: Scheduler> Sim<S> {
                     );
                     return false;
                 }
-                RtOp::HelperWait => {
-                    let h = self.st.workloads[w].helper as usize;
-                    self.ft_release_mutex(h);
-                    let th = &mut self.st.threads[id as usize];
-                    let helper = &mut self.st.helpers[h];
-                    // QEMU's main loop runs expired timers before bottom halves (the
-                    // event-tap's sync), so a pending timer goes first.
-                    if let Some(p) = helper.timers.pop_front() {
-                        helper.cur_timer = Some(p);
-                        th.pc += 1;
-                        continue;
+                _ => match self.step_other_op(id, w, now) {
+                    None => continue,
+                    Some(keeps_vcpu) => return keeps_vcpu,
+                },
+            }
+        }
+    }
+
+    /// `step_thread` for every operation but Compute and Sleep (all that the hot loops of
+    /// most models use), out of line: inlined, their state and address arithmetic was
+    /// hoisted into the frame set-up of every guest run. None: go on to the thread's next
+    /// operation; Some(keeps_vcpu): what `step_thread` returns.
+    #[inline(never)]
+    fn step_other_op(&mut self, id: ThreadId, w: usize, now: SimTime) -> Option<bool> {
+        let th = &mut self.st.threads[id as usize];
+        let op = &self.st.workloads[w].ops[th.pc as usize];
+        match op {
+            RtOp::Compute { .. } | RtOp::Sleep { .. } => unreachable!("step_thread's own"),
+            RtOp::Lock {
+                lock,
+                hold,
+                mode,
+                shards,
+            } => {
+                let (hold, mode) = (hold.sample(&mut th.rng), *mode);
+                let vm = self.st.workloads[w].vm;
+                // Threads split into `shards` consecutive groups, one lock each.
+                let per = self.st.workload_threads[w].div_ceil(*shards).max(1);
+                let gl = self.st.vm_lock_base[vm as usize] + *lock + th.index_in_workload / per;
+                let pv_left = self.pv_spin_budget(vm, mode);
+                self.st.threads[id as usize].state = ThState::SpinLock {
+                    lock: gl,
+                    hold,
+                    mode,
+                    pv_left,
+                };
+                if !self.try_lock(id, gl, true) {
+                    if self.st.locks[gl as usize].kind == LockKind::Mutex {
+                        // futex_wait: sleep until the holder's release wakes us, then
+                        // run this operation again.
+                        self.st.threads[id as usize].state = ThState::Blocked;
+                        return Some(false);
                     }
-                    match helper.jobs.pop_front() {
-                        Some(job) => {
-                            helper.cur = Some(job);
-                            th.pc += 1;
-                            self.ft_begin_job(h);
-                        }
-                        None => {
-                            helper.waiting = true;
-                            th.state = ThState::Blocked;
-                            return false;
-                        }
-                    }
+                    return Some(true);
                 }
-                RtOp::HelperWork => {
-                    let h = self.st.workloads[w].helper as usize;
-                    let work = self.ft_job_cpu(h);
-                    // As for Compute: the pc advances when the work completes.
-                    if work <= WORK_EPSILON {
-                        self.st.threads[id as usize].pc += 1;
-                    } else {
-                        self.st.threads[id as usize].state = ThState::Compute {
-                            remaining: work,
-                            mode: Mode::Kernel,
-                            release: NONE,
-                        };
-                        return true;
-                    }
-                }
-                RtOp::HelperNet => {
+                self.st.threads[id as usize].state = ThState::Compute {
+                    remaining: hold,
+                    mode,
+                    release: gl,
+                };
+            }
+            RtOp::Ipi { targets } => {
+                let targets = targets.clone();
+                let pending = self.send_ipis(id, &targets);
+                let th = &mut self.st.threads[id as usize];
+                if pending == 0 {
                     th.pc += 1;
-                    let h = &self.st.helpers[self.st.workloads[w].helper as usize];
-                    if h.cur_timer.is_some() {
-                        continue;
+                } else {
+                    th.state = ThState::SpinIpi { pending };
+                    return Some(true);
+                }
+            }
+            RtOp::Io {
+                latency,
+                write_bytes,
+                window,
+                writeback,
+            } => {
+                let vm = self.st.workloads[w].vm as usize;
+                let mut window = *window;
+                if th.task < self.st.n_vcpu_tasks && self.st.vm_cfq[vm] {
+                    if *writeback {
+                        // cfq_may_dispatch with low_latency (see
+                        // workload::CFQ_SLICE_SYNC_NS): one more writeback request in
+                        // flight per 100 ms since the last delayed synchronous one, one
+                        // when none is, and none while a synchronous one is in flight.
+                        let since = now.0 as i64 - self.st.vm_last_delayed_sync_ns[vm];
+                        let depth = (since / crate::workload::CFQ_SLICE_SYNC_NS as i64)
+                            .clamp(1, u32::MAX as i64)
+                            as u32;
+                        let sync_busy = self.st.vm_sync_in_flight[vm] > 0;
+                        if sync_busy || th.io_pending >= depth {
+                            // Held back: try again at the thread's next completion,
+                            // or, with none in flight, when the synchronous ones are
+                            // done.
+                            th.state = ThState::Blocked;
+                            if th.io_pending > 0 {
+                                th.io_wake_below = depth.min(th.io_pending);
+                            } else {
+                                self.st.vm_async_waiters[vm].push(id);
+                            }
+                            return Some(false);
+                        }
+                        window = window.min(depth);
+                    } else {
+                        self.st.io_sync_since[id as usize] = now;
+                        self.st.vm_sync_in_flight[vm] += 1;
                     }
+                }
+                let x = SimDuration::round_ns(latency.sample(&mut th.rng)).0;
+                let write_bytes = *write_bytes;
+                th.pc += 1;
+                th.io_pending += 1;
+                // The disk takes the thread's requests in turn.
+                let done = now.max(th.io_tail) + SimDuration(x);
+                th.io_tail = done;
+                let wait = th.io_pending >= window;
+                if wait {
                     th.state = ThState::Blocked;
-                    let job = h.cur.expect("helper job");
-                    let d = h.spec.until_ack(job.bytes, job.io_ns);
-                    self.st
-                        .q
-                        .push(now + d, EventKind::ThreadWake { thread: id });
-                    return false;
+                    th.io_wake_below = window;
                 }
-                RtOp::HelperDone => {
+                debug_assert!(
+                    wait || matches!(
+                        self.st.workloads[w].ops.get(th.pc as usize),
+                        Some(RtOp::Io { .. })
+                    ),
+                    "an Io op that leaves requests in flight is followed by another Io"
+                );
+                let guest = th.task < self.st.n_vcpu_tasks;
+                // kemari-next's event-tap holds writes (and flushes), not reads.
+                if guest && write_bytes > 0 && self.st.vm_kemari[vm] != NONE {
+                    th.kemari_io = true;
+                    self.ft_start_sync(vm, id, x, write_bytes);
+                } else if guest && write_bytes > 0 && self.st.vm_drbd[vm] != NONE {
+                    let from_cpu =
+                        self.st.tasks[self.st.threads[id as usize].task as usize].last_cpu;
+                    self.ft_replicate(vm, id, done, x, write_bytes, from_cpu, NONE);
+                } else {
+                    self.st.q.push(done, EventKind::ThreadWake { thread: id });
+                }
+                if !wait {
+                    return None; // the window has room: the next request goes out now
+                }
+                return Some(false);
+            }
+            RtOp::HelperWait => {
+                let h = self.st.workloads[w].helper as usize;
+                self.ft_release_mutex(h);
+                let th = &mut self.st.threads[id as usize];
+                let helper = &mut self.st.helpers[h];
+                // QEMU's main loop runs expired timers before bottom halves (the
+                // event-tap's sync), so a pending timer goes first.
+                if let Some(p) = helper.timers.pop_front() {
+                    helper.cur_timer = Some(p);
                     th.pc += 1;
-                    let h = self.st.workloads[w].helper as usize;
-                    if let Some(p) = self.st.helpers[h].cur_timer.take() {
-                        self.ft_interrupt_raised(h, p);
-                    } else {
-                        // kemari-next waits for the secondary's ack in QEMU's main loop,
-                        // which runs the timers that expired meanwhile: their interrupts
-                        // are pending as the VM resumes.
-                        while let Some(p) = self.st.helpers[h].timers.pop_front() {
-                            self.ft_interrupt_raised(h, p);
-                        }
-                        self.ft_job_done(h);
+                    return None;
+                }
+                match helper.jobs.pop_front() {
+                    Some(job) => {
+                        helper.cur = Some(job);
+                        th.pc += 1;
+                        self.ft_begin_job(h);
                     }
-                }
-                RtOp::HelperFlush => {
-                    th.pc += 1;
-                    let h = self.st.workloads[w].helper as usize;
-                    let helper = &mut self.st.helpers[h];
-                    if helper.flushing {
-                        helper.flush_blocked = true;
+                    None => {
+                        helper.waiting = true;
                         th.state = ThState::Blocked;
-                        return false;
-                    }
-                }
-                RtOp::WaitRequest => {
-                    let wl = &mut self.st.workloads[w];
-                    match wl.queue.pop_front() {
-                        Some(p) => {
-                            th.packet = Some(p);
-                            th.pc += 1;
-                        }
-                        None => {
-                            wl.waiting.push_back(id);
-                            th.state = ThState::Blocked;
-                            return false;
-                        }
-                    }
-                }
-                RtOp::Respond => {
-                    th.pc += 1;
-                    if let Some(p) = th.packet.take() {
-                        if self.st.io_backend == NONE {
-                            self.complete_request(w as u32, p.arrived);
-                        } else {
-                            self.send_to_backend(Packet {
-                                outbound: true,
-                                ..p
-                            });
-                        }
-                    }
-                }
-                RtOp::PacketWork {
-                    per_packet,
-                    per_kib,
-                } => {
-                    let bytes = th
-                        .packet
-                        .map_or(0, |p| self.st.workloads[p.workload as usize].request_bytes);
-                    let x = per_packet + per_kib * bytes as f64 / 1024.0;
-                    if x > WORK_EPSILON {
-                        th.state = ThState::Compute {
-                            remaining: x,
-                            mode: Mode::Kernel,
-                            release: NONE,
-                        };
-                        return true;
-                    }
-                    th.pc += 1;
-                }
-                RtOp::Forward => {
-                    th.pc += 1;
-                    if let Some(p) = th.packet.take() {
-                        if p.outbound {
-                            self.complete_request(p.workload, p.arrived);
-                        } else {
-                            self.enqueue_inbound(p);
-                        }
-                    }
-                }
-                RtOp::LookbusySpin {
-                    util,
-                    first_busy_ns,
-                    spinners,
-                } => {
-                    let (util, first, spinners) = (*util, *first_busy_ns, *spinners);
-                    let busy = self.lookbusy_busy_ns(id, util, first, spinners);
-                    let wl = &self.st.workloads[w];
-                    if wl.dirty_bytes_per_ns > 0.0 {
-                        // As for Compute: dirtied as the busy phase starts.
-                        self.st.vm_dirty[wl.vm as usize] += busy * wl.dirty_bytes_per_ns;
-                    }
-                    let th = &mut self.st.threads[id as usize];
-                    // As for Compute: the pc advances when the work completes.
-                    th.state = ThState::Compute {
-                        remaining: busy,
-                        mode: Mode::User,
-                        release: NONE,
-                    };
-                    return true;
-                }
-                RtOp::RxDeliver => {
-                    th.pc += 1;
-                    if let Some(p) = th.packet.take() {
-                        self.enqueue(
-                            p.workload,
-                            Packet {
-                                received: true,
-                                ..p
-                            },
-                        );
+                        return Some(false);
                     }
                 }
             }
+            RtOp::HelperWork => {
+                let h = self.st.workloads[w].helper as usize;
+                let work = self.ft_job_cpu(h);
+                // As for Compute: the pc advances when the work completes.
+                if work <= WORK_EPSILON {
+                    self.st.threads[id as usize].pc += 1;
+                } else {
+                    self.st.threads[id as usize].state = ThState::Compute {
+                        remaining: work,
+                        mode: Mode::Kernel,
+                        release: NONE,
+                    };
+                    return Some(true);
+                }
+            }
+            RtOp::HelperNet => {
+                th.pc += 1;
+                let h = &self.st.helpers[self.st.workloads[w].helper as usize];
+                if h.cur_timer.is_some() {
+                    return None;
+                }
+                th.state = ThState::Blocked;
+                let job = h.cur.expect("helper job");
+                let d = h.spec.until_ack(job.bytes, job.io_ns);
+                self.st
+                    .q
+                    .push(now + d, EventKind::ThreadWake { thread: id });
+                return Some(false);
+            }
+            RtOp::HelperDone => {
+                th.pc += 1;
+                let h = self.st.workloads[w].helper as usize;
+                if let Some(p) = self.st.helpers[h].cur_timer.take() {
+                    self.ft_interrupt_raised(h, p);
+                } else {
+                    // kemari-next waits for the secondary's ack in QEMU's main loop,
+                    // which runs the timers that expired meanwhile: their interrupts
+                    // are pending as the VM resumes.
+                    while let Some(p) = self.st.helpers[h].timers.pop_front() {
+                        self.ft_interrupt_raised(h, p);
+                    }
+                    self.ft_job_done(h);
+                }
+            }
+            RtOp::HelperFlush => {
+                th.pc += 1;
+                let h = self.st.workloads[w].helper as usize;
+                let helper = &mut self.st.helpers[h];
+                if helper.flushing {
+                    helper.flush_blocked = true;
+                    th.state = ThState::Blocked;
+                    return Some(false);
+                }
+            }
+            RtOp::WaitRequest => {
+                let wl = &mut self.st.workloads[w];
+                match wl.queue.pop_front() {
+                    Some(p) => {
+                        th.packet = Some(p);
+                        th.pc += 1;
+                    }
+                    None => {
+                        wl.waiting.push_back(id);
+                        th.state = ThState::Blocked;
+                        return Some(false);
+                    }
+                }
+            }
+            RtOp::Respond => {
+                th.pc += 1;
+                if let Some(p) = th.packet.take() {
+                    if self.st.io_backend == NONE {
+                        self.complete_request(w as u32, p.arrived);
+                    } else {
+                        self.send_to_backend(Packet {
+                            outbound: true,
+                            ..p
+                        });
+                    }
+                }
+            }
+            RtOp::PacketWork {
+                per_packet,
+                per_kib,
+            } => {
+                let bytes = th
+                    .packet
+                    .map_or(0, |p| self.st.workloads[p.workload as usize].request_bytes);
+                let x = per_packet + per_kib * bytes as f64 / 1024.0;
+                if x > WORK_EPSILON {
+                    th.state = ThState::Compute {
+                        remaining: x,
+                        mode: Mode::Kernel,
+                        release: NONE,
+                    };
+                    return Some(true);
+                }
+                th.pc += 1;
+            }
+            RtOp::Forward => {
+                th.pc += 1;
+                if let Some(p) = th.packet.take() {
+                    if p.outbound {
+                        self.complete_request(p.workload, p.arrived);
+                    } else {
+                        self.enqueue_inbound(p);
+                    }
+                }
+            }
+            RtOp::LookbusySpin {
+                util,
+                first_busy_ns,
+                spinners,
+            } => {
+                let (util, first, spinners) = (*util, *first_busy_ns, *spinners);
+                let busy = self.lookbusy_busy_ns(id, util, first, spinners);
+                let wl = &self.st.workloads[w];
+                if wl.dirty_bytes_per_ns > 0.0 {
+                    // As for Compute: dirtied as the busy phase starts.
+                    self.st.vm_dirty[wl.vm as usize] += busy * wl.dirty_bytes_per_ns;
+                }
+                let th = &mut self.st.threads[id as usize];
+                // As for Compute: the pc advances when the work completes.
+                th.state = ThState::Compute {
+                    remaining: busy,
+                    mode: Mode::User,
+                    release: NONE,
+                };
+                return Some(true);
+            }
+            RtOp::RxDeliver => {
+                th.pc += 1;
+                if let Some(p) = th.packet.take() {
+                    self.enqueue(
+                        p.workload,
+                        Packet {
+                            received: true,
+                            ..p
+                        },
+                    );
+                }
+            }
         }
+        None
     }
 
     /// When the spinning vCPU `t` will take a PLE exit, if PLE applies to this spin.
@@ -2580,7 +2651,9 @@ impl<S: Scheduler> Sim<S> {
             if self.st.tasks[tt as usize].executing {
                 continue; // acknowledged at once
             }
-            self.st.tasks[tt as usize].pending_acks.push(id);
+            let target = &mut self.st.tasks[tt as usize];
+            target.pending_acks.push(id);
+            target.has_pending_acks = true;
             pending += 1;
             if self.view.state[tt as usize] == RunState::Halted {
                 self.make_runnable(tt);
@@ -2604,7 +2677,6 @@ impl<S: Scheduler> Sim<S> {
             return;
         };
         self.deschedule(t, cpu, RunState::Halted);
-        self.st.tasks[t as usize].c.halts += 1;
         self.sched.block(ctx!(self), cpu, t);
         self.apply_out();
         ctx!(self).resched(cpu);
@@ -2891,7 +2963,9 @@ impl<S: Scheduler> Sim<S> {
     // ----------------------------------------------------------------- software FT (crate::ft)
 
     fn vcpu_paused(&self, t: TaskId) -> bool {
-        t < self.st.n_vcpu_tasks && self.st.vm_paused[self.st.tasks[t as usize].vm as usize]
+        self.st.vms_paused != 0
+            && t < self.st.n_vcpu_tasks
+            && self.st.vm_paused[self.st.tasks[t as usize].vm as usize]
     }
 
     /// A guest I/O event in a VM protected by Kemari: stop the VM, queue a sync.
@@ -2935,6 +3009,7 @@ impl<S: Scheduler> Sim<S> {
             return;
         }
         self.st.vm_paused[vm] = true;
+        self.st.vms_paused += 1;
         self.st.vm_paused_since[vm] = self.st.now;
         let base = self.st.vm_task_base[vm];
         for v in base..base + self.st.vm_vcpus[vm] {
@@ -3084,6 +3159,7 @@ impl<S: Scheduler> Sim<S> {
         if is_kemari {
             if self.st.vm_paused[vm] {
                 self.st.vm_paused[vm] = false;
+                self.st.vms_paused -= 1;
                 self.st.vm_paused_ns[vm] += now
                     .since(self.st.vm_paused_since[vm].max(self.st.metrics_since))
                     .ns();
@@ -3635,6 +3711,24 @@ impl<S: Scheduler> Sim<S> {
             host_threads,
         }
     }
+}
+
+/// Prefetches the first `lines` cache lines of `r` (a hint: no effect on results).
+#[inline(always)]
+fn prefetch_lines<T>(r: &T, lines: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let p = (r as *const T).cast::<i8>();
+        for i in 0..lines.min(std::mem::size_of::<T>().div_ceil(64)) {
+            // SAFETY: a prefetch never faults and changes no state; the address lies
+            // inside `*r` (at most size_of::<T>() - 1 bytes past its start).
+            unsafe {
+                std::arch::x86_64::_mm_prefetch(p.wrapping_add(i * 64), std::arch::x86_64::_MM_HINT_T0)
+            };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (r, lines);
 }
 
 fn latency_summary(h: &Histogram) -> Option<LatencySummary> {

@@ -137,6 +137,11 @@ impl EventQueue {
             kind: EventKind::unpack(s.payload),
         })
     }
+    /// What the earliest event is, without taking it (to prefetch the state it will use).
+    #[inline]
+    pub fn peek_kind(&self) -> Option<EventKind> {
+        self.heap.peek().map(|s| EventKind::unpack(s.payload))
+    }
     #[inline]
     pub fn peek_time(&self) -> Option<SimTime> {
         self.heap.peek().map(|e| SimTime(e.time))

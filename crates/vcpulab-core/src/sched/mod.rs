@@ -171,6 +171,13 @@ pub trait Scheduler {
     fn starvation_bound(&self, _view: &SchedView) -> Option<SimDuration> {
         None
     }
+    /// The task this scheduler would most likely run next on `cpu` if its current one
+    /// stopped, if that is cheap to tell. Only a hint, for prefetching that task's state
+    /// before the pCPU's next event; it must not change anything (None: no hint).
+    #[inline]
+    fn likely_next(&self, _cpu: CpuId) -> Option<TaskId> {
+        None
+    }
     /// Scheduler-specific invariants (e.g. pools, gangs), checked after every event when
     /// invariant checking is on. Returns what is violated.
     fn check(&self, _view: &SchedView) -> Result<(), String> {

@@ -135,6 +135,12 @@ impl Scheduler for Rr {
         }
     }
 
+    /// The head of the pCPU's queue: it runs when the current vCPU halts or its slice ends.
+    #[inline]
+    fn likely_next(&self, cpu: CpuId) -> Option<TaskId> {
+        self.runqueue[cpu as usize].front().copied()
+    }
+
     fn counters(&self) -> Vec<(&'static str, u64)> {
         self.counters.list()
     }
