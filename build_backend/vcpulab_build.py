@@ -67,6 +67,8 @@ def _build_cli() -> None:
     if not executable:
         sys.stderr.write("vcpulab build: cargo reported no `vcpulab` executable\n")
         sys.exit(1)
+    # Only this build's binary: nothing stale from an earlier build goes into the wheel.
+    shutil.rmtree(SCRIPTS_DIR, ignore_errors=True)
     _ensure_data_dir()
     target = os.path.join(SCRIPTS_DIR, os.path.basename(executable))
     shutil.copy2(executable, target)
@@ -114,13 +116,26 @@ def build_sdist(sdist_directory: str, config_settings: Optional[Mapping[str, Any
     extension depends on and drops the others from the workspace's members, so this adds
     this backend, the command's crate and the reproductions' scenario files (which
     maturin does not see: the core reads them with ``include_str!``)."""
+    _ensure_data_dir()
     name = maturin.build_sdist(sdist_directory, config_settings)
     sdist = os.path.join(sdist_directory, name)
     with tarfile.open(sdist, "r:gz") as tar:
         members = [(m, tar.extractfile(m).read() if m.isfile() else None) for m in tar.getmembers()]
     root = members[0][0].name.split("/")[0]
-    done = set()
+    mtime = members[0][0].mtime  # maturin's fixed time: the sdist stays reproducible
     tmp = sdist + ".tmp"
+    try:
+        _write_sdist(tmp, root, members, mtime)
+        os.replace(tmp, sdist)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return name
+
+
+def _write_sdist(tmp: str, root: str, members: list, mtime: float) -> None:
+    """maturin's members (the workspace's members list completed), then SDIST_EXTRA."""
+    done = set()
     with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as out:
         for info, data in members:
             if info.name == root + "/Cargo.toml":
@@ -134,7 +149,13 @@ def build_sdist(sdist_directory: str, config_settings: Optional[Mapping[str, Any
         for rel in SDIST_EXTRA:
             for extra in _files_under(os.path.join(ROOT, rel)):
                 arc = root + "/" + os.path.relpath(extra, ROOT).replace(os.sep, "/")
-                if arc not in done:
-                    out.add(extra, arcname=arc, recursive=False)
-    os.replace(tmp, sdist)
-    return name
+                if arc in done:
+                    continue
+                info = out.gettarinfo(extra, arcname=arc)
+                # As maturin writes its members: no owner, one time.
+                info.uid = info.gid = 0
+                info.uname = info.gname = ""
+                info.mtime = mtime
+                info.mode = 0o644
+                with open(extra, "rb") as f:
+                    out.addfile(info, f)

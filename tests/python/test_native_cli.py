@@ -111,7 +111,10 @@ def test_hands_over_every_argument_to_the_chosen_interpreter(tmp_path: Path):
     fake.chmod(0o755)
     env = dict(os.environ, VCPULAB_PYTHON=str(fake))
     p = subprocess.run([VCPULAB, "validate", "a b.toml", "--force"], capture_output=True, env=env, timeout=60)
-    assert (p.returncode, p.stdout) == (7, b"-m|vcpulab|validate|a b.toml|--force|")
+    assert p.returncode == 7
+    flag, code, *rest = p.stdout.decode().split("|")[:-1]
+    assert (flag, rest) == ("-c", ["validate", "a b.toml", "--force"])
+    assert "from vcpulab.cli import main" in code
     # The form it runs itself does not start Python at all.
     p = subprocess.run([VCPULAB, "--version"], capture_output=True, env=env, timeout=60)
     assert p.returncode == 0 and p.stdout.startswith(b"vcpulab ")
@@ -127,19 +130,60 @@ def test_the_source_distribution_builds_the_command_too(tmp_path: Path):
 
     if shutil.which("maturin") is None and not (Path(sys.executable).parent / "maturin").exists():
         pytest.skip("the maturin command is not installed")
+    # A clean copy of the tracked files: no build/ left by an install.
+    src = tmp_path / "src"
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    for rel in filter(None, listed.decode().split("\0")):
+        if (REPO / rel).is_file():
+            (src / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / rel, src / rel)
+    out = tmp_path / "dist"
     env_path = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
     code = ("import sys; sys.path.insert(0, 'build_backend'); import vcpulab_build; "
-            f"print(vcpulab_build.build_sdist({str(tmp_path)!r}))")
-    p = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300,
+            f"print(vcpulab_build.build_sdist({str(out)!r}))")
+    p = subprocess.run([sys.executable, "-c", code], cwd=src, capture_output=True, text=True, timeout=300,
                        env=dict(os.environ, PATH=env_path))
     assert p.returncode == 0, p.stderr[-2000:]
     name = p.stdout.strip().splitlines()[-1]
-    with tarfile.open(tmp_path / name) as tar:
+    assert sorted(os.listdir(out)) == [name]  # no temporary file left
+    with tarfile.open(out / name) as tar:
         names = set(tar.getnames())
         root = sorted(names)[0].split("/")[0]
         cargo = tar.extractfile(f"{root}/Cargo.toml").read().decode()
+        added = tar.getmember(f"{root}/crates/vcpulab-cli/src/main.rs")
+        assert (added.uid, added.uname, added.mtime) == (0, "", tar.getmember(f"{root}/Cargo.toml").mtime)
     for rel in ("build_backend/vcpulab_build.py", "crates/vcpulab-cli/src/main.rs", "crates/vcpulab-cli/Cargo.toml",
                 "scenarios/reproductions/software-ft/scenario.toml", "crates/vcpulab-core/src/engine/mod.rs"):
         assert f"{root}/{rel}" in names, rel
     assert '"crates/vcpulab-cli"' in cargo
-    assert not (REPO / "scenarios/reproductions/software-ft/scenario.toml").read_bytes().startswith(b"\x1f\x8b")
+
+
+def test_a_vcpulab_module_in_the_working_directory_does_not_shadow_the_package(tmp_path: Path, scenarios):
+    (tmp_path / "vcpulab.py").write_text("raise SystemExit('the user script ran')\n")
+    p = subprocess.run([VCPULAB, "validate", str(scenarios["toml"])], capture_output=True, text=True,
+                       cwd=tmp_path, timeout=60)
+    assert p.returncode == 0 and p.stdout.startswith("OK "), (p.stdout, p.stderr)
+
+
+def test_a_scenario_on_a_pipe_is_read_once(scenarios):
+    """Not a regular file: handed over unread, so Python's message is about its text."""
+    bad = scenarios["bad"].read_bytes()
+    kw = dict(capture_output=True, input=bad, timeout=60)
+    native = subprocess.run([VCPULAB, "run", "/dev/stdin", "--json"], **kw)
+    python = subprocess.run([sys.executable, "-m", "vcpulab", "run", "/dev/stdin", "--json"], **kw)
+    assert native.returncode == 2 and b"vcpuz" in native.stderr, native.stderr
+    _same(native, python)
+    good = subprocess.run([VCPULAB, "run", "/dev/stdin", "--json"], capture_output=True, timeout=60,
+                          input=scenarios["toml"].read_bytes())
+    assert good.returncode == 0 and good.stdout.startswith(b"{\n")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_failed_write_is_an_error_not_silence(scenarios):
+    with open("/dev/full", "wb") as full:
+        native = subprocess.run([VCPULAB, "run", str(scenarios["toml"]), "--json"], stdout=full,
+                                stderr=subprocess.PIPE, timeout=60)
+        python = subprocess.run([sys.executable, "-m", "vcpulab", "run", str(scenarios["toml"]), "--json"],
+                                stdout=full, stderr=subprocess.PIPE, timeout=60)
+    assert native.returncode == 2 and native.stderr.startswith(b"vcpulab: error: [Errno 28] "), native.stderr
+    assert (native.returncode, native.stderr) == (python.returncode, python.stderr)

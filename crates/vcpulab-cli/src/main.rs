@@ -9,15 +9,18 @@
 //! `--check-invariants` in any order), itself, through the same core as the extension
 //! module, and writes the bytes the Python CLI would write. It also answers `--version`.
 //!
-//! Everything else is handed, unchanged, to `python -m vcpulab`: other subcommands, `run`
-//! without `--json` (the tables are formatted in Python), with `--out` or `--trace`, help,
-//! abbreviated options, arguments it does not recognise, a file it cannot read or that
-//! is not UTF-8, and any error found before the simulation starts (a bad scenario, a run
-//! refused as too long). Messages and exit statuses so have one implementation; the
-//! Python CLI re-reads the file to report them. The one error reported here is a
-//! simulation that fails while running (exit 1), with the message the Python CLI prints,
-//! so that a long run is not repeated just to fail again. Ctrl-C ends a native run at once
-//! (the shell sees status 130, as from the Python CLI, without its "interrupted" line).
+//! Everything else is handed, unchanged, to the Python CLI (run as `python -m vcpulab`
+//! runs it): other subcommands, `run` without `--json` (the tables are formatted in
+//! Python), with `--out` or `--trace`, help, abbreviated options, arguments it does not
+//! recognise, a file it cannot read, that is not UTF-8 or that is not a regular file (a
+//! pipe can be read only once), and any error found before the simulation starts (a bad
+//! scenario, a run refused as too long). Messages and exit statuses so have one
+//! implementation; the Python CLI re-reads the file to report them. Two errors are
+//! reported here, with the Python CLI's messages and statuses: a simulation that fails
+//! while running (exit 1; a long run is not repeated just to fail again), and a failed
+//! write of the output (exit 2; a closed pipe exits 1 silently). Ctrl-C ends a native run
+//! at once (the shell sees status 130, as from the Python CLI, without its "interrupted"
+//! line). The output is UTF-8 with `\n` line ends whatever the locale or platform.
 //!
 //! Which Python: `VCPULAB_PYTHON` if set; else the interpreter beside this executable
 //! (`python3.X` of the version that built it, then `python3`, `python`: the layout of a
@@ -117,8 +120,13 @@ fn plan(args: &[String]) -> Plan {
 }
 
 /// The scenario text as the Python API reads it (`api._scenario_text`): UTF-8, with
-/// `\r\n` and a lone `\r` read as line ends. None when that read would fail.
+/// `\r\n` and a lone `\r` read as line ends. None when that read would fail, and for
+/// anything but a regular file: a pipe or `/dev/stdin` can be read only once, and the
+/// Python CLI must be able to read it if it reports an error.
 fn scenario_text(path: &str) -> Option<String> {
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
     let raw = std::fs::read(path).ok()?;
     let text = String::from_utf8(raw).ok()?;
     if text.contains('\r') {
@@ -151,11 +159,17 @@ fn fast_run(run: &FastRun) -> Result<ExitCode, ()> {
             let written = api::write_summary_json(&mut out, &summary)
                 .and_then(|_| out.write_all(b"\n"))
                 .and_then(|_| out.flush());
-            if written.is_err() {
+            match written {
+                Ok(()) => Ok(ExitCode::SUCCESS),
                 // The reader went away (`| head`): no message, as in the Python CLI.
-                return Ok(ExitCode::from(EXIT_SIM_FAILED));
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                    Ok(ExitCode::from(EXIT_SIM_FAILED))
+                }
+                Err(e) => {
+                    eprintln!("vcpulab: error: {}", os_error_message(&e));
+                    Ok(ExitCode::from(EXIT_USAGE))
+                }
             }
-            Ok(ExitCode::SUCCESS)
         }
         Err(Error::Sim(e)) => {
             eprintln!("vcpulab: error: {e}");
@@ -165,6 +179,27 @@ fn fast_run(run: &FastRun) -> Result<ExitCode, ()> {
         Err(_) => Err(()),
     }
 }
+
+/// An output error as the Python CLI prints an `OSError` without a file name:
+/// `[Errno 28] No space left on device`.
+fn os_error_message(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(code) => {
+            let text = e.to_string();
+            let detail = text.strip_suffix(&format!(" (os error {code})")).unwrap_or(&text);
+            format!("[Errno {code}] {detail}")
+        }
+        None => e.to_string(),
+    }
+}
+
+/// Runs the Python CLI as `python -m vcpulab` does, except that the current directory is
+/// not put first on the import path (where a user's own `vcpulab.py` would shadow the
+/// package; pip's console scripts did not do that either).
+const PYTHON_MAIN: &str = "import sys\n\
+    if sys.path and sys.path[0] == '':\n    del sys.path[0]\n\
+    from vcpulab.cli import main\n\
+    sys.exit(main())\n";
 
 /// Interpreters to try for the Python CLI, in order (see the module comment).
 fn python_candidates() -> Vec<PathBuf> {
@@ -197,12 +232,12 @@ fn python_candidates() -> Vec<PathBuf> {
     found
 }
 
-/// Runs `python -m vcpulab ARGS` in place of this process (Unix) or as a child whose exit
-/// status becomes ours.
+/// Runs the Python CLI with ARGS (`PYTHON_MAIN`) in place of this process (Unix) or as a
+/// child whose exit status becomes ours.
 fn hand_to_python(args: Vec<OsString>) -> ExitCode {
     for python in python_candidates() {
         let mut cmd = Command::new(&python);
-        cmd.arg("-m").arg("vcpulab").args(&args);
+        cmd.arg("-c").arg(PYTHON_MAIN).args(&args);
         #[cfg(unix)]
         {
             use std::os::unix::process::CommandExt;
@@ -212,7 +247,9 @@ fn hand_to_python(args: Vec<OsString>) -> ExitCode {
         #[cfg(not(unix))]
         {
             if let Ok(status) = cmd.status() {
-                return ExitCode::from(status.code().unwrap_or(1).clamp(0, 255) as u8);
+                // Windows reports Ctrl-C and crashes as large NTSTATUS codes: not 0.
+                let code = status.code().filter(|c| (0..=255).contains(c)).unwrap_or(1);
+                return ExitCode::from(code as u8);
             }
         }
     }
