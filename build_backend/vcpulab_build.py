@@ -46,11 +46,11 @@ def _build_cli() -> None:
     env["VCPULAB_BUILD_PYTHON"] = sys.executable
     env["VCPULAB_BUILD_PYTHON_VERSION"] = "%d.%d" % sys.version_info[:2]
     cmd = ["cargo", "build", "--release", "-p", "vcpulab-cli", "--message-format=json-render-diagnostics"]
-    print("Running `%s`" % " ".join(cmd), flush=True)
     if shutil.which("cargo", path=env.get("PATH")) is None:
         sys.stderr.write("vcpulab build: building the vcpulab command needs cargo (a Rust toolchain) "
                          "on the PATH\n")
         sys.exit(1)
+    print("Running `%s`" % " ".join(cmd), flush=True)
     proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, check=False)
     if proc.returncode != 0:
         sys.stderr.write("vcpulab build: building the vcpulab command (crates/vcpulab-cli) failed\n")

@@ -3374,6 +3374,15 @@ impl<S: Scheduler> Sim<S> {
     // ----------------------------------------------------------------- checks & metrics
 
     fn check_invariants(&mut self) {
+        // `vms_paused` is kept beside `vm_paused` so that `vcpu_paused` can return at once.
+        let paused = self.st.vm_paused.iter().filter(|&&p| p).count();
+        if paused != self.st.vms_paused as usize {
+            self.st.error = Some(format!(
+                "invariant: {paused} VMs are stopped but vms_paused counts {}",
+                self.st.vms_paused
+            ));
+            return;
+        }
         let mut seen = vec![false; self.st.tasks.len()];
         for (c, cpu) in self.st.cpus.iter().enumerate() {
             if self.st.rate_model {
