@@ -23,6 +23,25 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence
     return "\n".join([line(headers), sep, *(line(r) for r in rows)])
 
 
+def _finite_or_none(x: Any) -> Any:
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, Mapping):
+        return {k: _finite_or_none(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite_or_none(v) for v in x]
+    return x
+
+
+def json_text(doc: Any) -> str:
+    """``doc`` as indented JSON that every parser accepts: a value that is not a finite
+    number (the CI of a single seed, a missing percentile) becomes ``null``, since
+    ``json.dumps`` would write ``NaN``, which is not JSON."""
+    import json
+
+    return json.dumps(_finite_or_none(doc), indent=2, allow_nan=False)
+
+
 def num(x: Optional[float], digits: int = 3) -> str:
     """A float with ``digits`` decimals; ``-`` for a missing value."""
     if x is None or (isinstance(x, float) and math.isnan(x)):

@@ -15,6 +15,7 @@ from typing import Any, Optional, Sequence
 
 from . import __version__, api
 from ._native import NotFoundError, ScenarioError, SimulationError
+from ._format import json_text
 
 EXIT_OK = 0
 EXIT_SIM_FAILED = 1
@@ -222,7 +223,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     progress = not args.no_progress and sys.stderr.isatty()
     rows = api.reproduce([e["id"] for e in exps], seed=args.seed, progress=progress)
     if args.json:
-        _out(json.dumps(rows, indent=2))
+        _out(json_text(rows))
         return EXIT_OK
     for i, e in enumerate(exps):
         if i:

@@ -12,6 +12,7 @@ import sys
 from typing import Any, Callable
 
 from ._native import ScenarioError
+from ._format import json_text
 
 SWEEP_EPILOG = """\
 examples:
@@ -157,7 +158,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     res = compare(args.scenario, args.a, args.b, seeds, args.metric or DEFAULT_METRICS, workers=args.workers)
     if args.json:
-        cli._out(json.dumps(res, indent=2))
+        cli._out(json_text(res))
     else:
         cli._out(format_table(res))
     return cli.EXIT_OK
@@ -249,10 +250,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     os.makedirs(args.out, exist_ok=True)
     doc = {"experiments": exps, "rows": rows}
     path = os.path.join(args.out, "reproduce.json")
-    atomic_write_text(path, json.dumps(doc, indent=2) + "\n")
+    atomic_write_text(path, json_text(doc) + "\n")
     cli._err(f"vcpulab: wrote {path}")
     if args.json:
-        cli._out(json.dumps(rows, indent=2))
+        cli._out(json_text(rows))
         return cli.EXIT_OK
     for i, e in enumerate(exps):
         if i:

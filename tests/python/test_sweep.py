@@ -282,6 +282,24 @@ def test_compare_with_one_seed_prints_no_interval_and_help_has_no_doubled_percen
     assert "95% CI" in help_text and "%%" not in help_text
 
 
+def test_compare_with_one_seed_writes_valid_json():
+    """One seed has no interval: --json carries it as null. (Python's json.dumps would
+    write NaN, which strict parsers such as jq and JSON.parse reject.)"""
+    res = run_cli("compare", str(OVERCOMMIT), "--a", "scheduler.name=rr", "--b", "scheduler.name=hyperv-root",
+                  "--seeds", "1", "--metric", "vm.web.throughput", "--json")
+    assert res.returncode == 0, res.stderr
+    assert "NaN" not in res.stdout
+
+    def refuse(token: str) -> None:
+        raise ValueError(f"not JSON: {token}")
+
+    doc = json.loads(res.stdout, parse_constant=refuse)
+    (m,) = doc["metrics"]
+    for k in ("a", "b", "diff"):
+        assert m[k]["n"] == 1 and isinstance(m[k]["mean"], float)
+        assert m[k]["ci_lo"] is None and m[k]["ci_hi"] is None and m[k]["sd"] is None
+
+
 def test_statistics():
     from vcpulab import stats
 

@@ -186,7 +186,9 @@ fn os_error_message(e: &std::io::Error) -> String {
     match e.raw_os_error() {
         Some(code) => {
             let text = e.to_string();
-            let detail = text.strip_suffix(&format!(" (os error {code})")).unwrap_or(&text);
+            let detail = text
+                .strip_suffix(&format!(" (os error {code})"))
+                .unwrap_or(&text);
             format!("[Errno {code}] {detail}")
         }
         None => e.to_string(),
@@ -208,7 +210,10 @@ fn python_candidates() -> Vec<PathBuf> {
         found.push(PathBuf::from(p));
     }
     let exe_suffix = std::env::consts::EXE_SUFFIX;
-    if let Some(dir) = std::env::current_exe().ok().and_then(|e| e.parent().map(PathBuf::from)) {
+    if let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(PathBuf::from))
+    {
         let mut names = Vec::new();
         if let Some(v) = option_env!("VCPULAB_BUILD_PYTHON_VERSION").filter(|v| !v.is_empty()) {
             names.push(format!("python{v}"));
@@ -293,14 +298,25 @@ mod tests {
 
     #[test]
     fn takes_run_json_with_its_flags_in_any_order() {
-        assert_eq!(plan(&args("run a.toml --json")), fast("a.toml", None, false, false));
         assert_eq!(
-            plan(&args("run --seed 7 --force a.toml --check-invariants --json")),
+            plan(&args("run a.toml --json")),
+            fast("a.toml", None, false, false)
+        );
+        assert_eq!(
+            plan(&args(
+                "run --seed 7 --force a.toml --check-invariants --json"
+            )),
             fast("a.toml", Some(7), true, true)
         );
-        assert_eq!(plan(&args("run --json --seed=3 a.toml")), fast("a.toml", Some(3), false, false));
+        assert_eq!(
+            plan(&args("run --json --seed=3 a.toml")),
+            fast("a.toml", Some(3), false, false)
+        );
         // argparse: a repeated option's last value wins.
-        assert_eq!(plan(&args("run a --json --seed 1 --seed 2")), fast("a", Some(2), false, false));
+        assert_eq!(
+            plan(&args("run a --json --seed 1 --seed 2")),
+            fast("a", Some(2), false, false)
+        );
         assert_eq!(plan(&args("--version")), Plan::Version);
     }
 
@@ -308,16 +324,16 @@ mod tests {
     fn hands_everything_else_to_python() {
         for line in [
             "",
-            "run a.toml",                      // tables are formatted in Python
-            "run a.toml --json --out d",       // files written by Python
+            "run a.toml",                // tables are formatted in Python
+            "run a.toml --json --out d", // files written by Python
             "run a.toml --json --trace t.json",
-            "run a.toml --js",                 // an abbreviation argparse accepts
-            "run --json",                      // no scenario: argparse's error
-            "run a.toml b.toml --json",        // two: argparse's error
-            "run a.toml --json --seed",        // missing value
+            "run a.toml --js",          // an abbreviation argparse accepts
+            "run --json",               // no scenario: argparse's error
+            "run a.toml b.toml --json", // two: argparse's error
+            "run a.toml --json --seed", // missing value
             "run a.toml --json --seed -1",
-            "run a.toml --json --seed 0x10",   // int(text, 0) takes it; Python decides
-            "run a.toml --json --seed 010",    // int(text, 0) refuses it
+            "run a.toml --json --seed 0x10", // int(text, 0) takes it; Python decides
+            "run a.toml --json --seed 010",  // int(text, 0) refuses it
             "run a.toml --json --seed 9223372036854775808", // 2^63
             "run - --json",
             "run a.toml --json -h",
@@ -333,7 +349,16 @@ mod tests {
     fn seeds_are_plain_decimals_in_range() {
         assert_eq!(plain_seed("0"), Some(0));
         assert_eq!(plain_seed("9223372036854775807"), Some(SEED_MAX));
-        for bad in ["", "00", "07", "+1", " 1", "1_0", "1e3", "18446744073709551616"] {
+        for bad in [
+            "",
+            "00",
+            "07",
+            "+1",
+            " 1",
+            "1_0",
+            "1e3",
+            "18446744073709551616",
+        ] {
             assert_eq!(plain_seed(bad), None, "{bad:?}");
         }
     }

@@ -113,7 +113,11 @@ const LINE_BREAKS: &[u8; 2 + 126] = &{
 
 impl Pretty {
     #[inline]
-    fn line_break<W: ?Sized + std::io::Write>(&self, w: &mut W, comma: bool) -> std::io::Result<()> {
+    fn line_break<W: ?Sized + std::io::Write>(
+        &self,
+        w: &mut W,
+        comma: bool,
+    ) -> std::io::Result<()> {
         let (start, end) = (usize::from(!comma), 2 + 2 * self.depth);
         if end <= LINE_BREAKS.len() {
             w.write_all(&LINE_BREAKS[start..end])
@@ -123,13 +127,21 @@ impl Pretty {
         }
     }
     #[inline]
-    fn open<W: ?Sized + std::io::Write>(&mut self, w: &mut W, bracket: &[u8]) -> std::io::Result<()> {
+    fn open<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        bracket: &[u8],
+    ) -> std::io::Result<()> {
         self.depth += 1;
         self.has_value = false;
         w.write_all(bracket)
     }
     #[inline]
-    fn close<W: ?Sized + std::io::Write>(&mut self, w: &mut W, bracket: &[u8]) -> std::io::Result<()> {
+    fn close<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        bracket: &[u8],
+    ) -> std::io::Result<()> {
         self.depth -= 1;
         if self.has_value {
             self.line_break(w, false)?;
@@ -145,7 +157,11 @@ impl serde_json::ser::Formatter for Pretty {
     fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
         self.close(w, b"]")
     }
-    fn begin_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
         self.line_break(w, !first)
     }
     fn end_array_value<W: ?Sized + std::io::Write>(&mut self, _w: &mut W) -> std::io::Result<()> {
@@ -158,7 +174,11 @@ impl serde_json::ser::Formatter for Pretty {
     fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
         self.close(w, b"}")
     }
-    fn begin_object_key<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
         self.line_break(w, !first)
     }
     fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {

@@ -203,21 +203,34 @@ impl<'a> Table<'a> {
     /// Rejects keys that were never read, listing the allowed ones.
     pub fn finish(&self, allowed: &[&str]) -> Res<()> {
         let used = self.used.borrow();
-        for key in self.map.keys() {
-            if !used.contains(&key.as_str()) {
-                let hint = closest(key, allowed)
-                    .map(|c| format!(" (did you mean {c:?}?)"))
-                    .unwrap_or_default();
-                return self.err(
-                    key,
-                    format!(
-                        "unknown key{hint}; allowed keys here: {}",
-                        allowed.join(", ")
-                    ),
-                );
-            }
+        match self.map.keys().find(|k| !used.contains(&k.as_str())) {
+            Some(key) => self.unknown(key, allowed),
+            None => Ok(()),
         }
-        Ok(())
+    }
+
+    /// Rejects, before any key is read, a key outside `allowed`: for tables whose allowed
+    /// keys are known up front (a distribution's, from its `dist`), so that a key of
+    /// the wrong form (`value` with `exp`) is named instead of the key it replaced
+    /// being reported missing.
+    pub fn only(&self, allowed: &[&str]) -> Res<()> {
+        match self.map.keys().find(|k| !allowed.contains(&k.as_str())) {
+            Some(key) => self.unknown(key, allowed),
+            None => Ok(()),
+        }
+    }
+
+    fn unknown<T>(&self, key: &str, allowed: &[&str]) -> Res<T> {
+        let hint = closest(key, allowed)
+            .map(|c| format!(" (did you mean {c:?}?)"))
+            .unwrap_or_default();
+        self.err(
+            key,
+            format!(
+                "unknown key{hint}; allowed keys here: {}",
+                allowed.join(", ")
+            ),
+        )
     }
 
     pub fn opt_str(&self, key: &str) -> Res<Option<&'a str>> {

@@ -409,31 +409,15 @@ fn parse_dist_with(o: &Owned, scalar: &dyn Fn(&Owned) -> Res<f64>) -> Res<Dist> 
             let t = o.table()?;
             let kind = t.req("dist")?.str()?;
             // Each distribution takes its own keys: a key another one takes (`sd` with
-            // `exp`) is unknown here, and the error lists what this one takes.
-            let (d, allowed): (Dist, &[&str]) = match kind {
-                "fixed" => (Dist::Fixed(scalar(&t.req("value")?)?), &["dist", "value"]),
-                "exp" | "exponential" => (
-                    Dist::Exp { mean: scalar(&t.req("mean")?)? },
-                    &["dist", "mean"],
-                ),
-                "uniform" => {
-                    let (lo, hi) = (scalar(&t.req("min")?)?, scalar(&t.req("max")?)?);
-                    if lo > hi {
-                        return t.err("min", "must not exceed max");
-                    }
-                    (Dist::Uniform { lo, hi }, &["dist", "min", "max"])
-                }
-                "normal" => (
-                    Dist::Normal { mean: scalar(&t.req("mean")?)?, sd: scalar(&t.req("sd")?)? },
-                    &["dist", "mean", "sd"],
-                ),
-                "lognormal" => (
-                    Dist::LogNormal {
-                        median: scalar(&t.req("median")?)?,
-                        sigma: t.req("sigma")?.f64_in(0.0, 10.0)?,
-                    },
-                    &["dist", "median", "sigma"],
-                ),
+            // `exp`, `value` with anything but `fixed`) is unknown here, and the error
+            // lists what this one takes. Checked before the values are read, so that
+            // `{ dist = "exp", value = ... }` names `value`, not a missing `mean`.
+            let allowed: &[&str] = match kind {
+                "fixed" => &["dist", "value"],
+                "exp" | "exponential" => &["dist", "mean"],
+                "uniform" => &["dist", "min", "max"],
+                "normal" => &["dist", "mean", "sd"],
+                "lognormal" => &["dist", "median", "sigma"],
                 other => {
                     return t.err(
                         "dist",
@@ -441,7 +425,28 @@ fn parse_dist_with(o: &Owned, scalar: &dyn Fn(&Owned) -> Res<f64>) -> Res<Dist> 
                     )
                 }
             };
-            t.finish(allowed)?;
+            t.only(allowed)?;
+            let d = match kind {
+                "fixed" => Dist::Fixed(scalar(&t.req("value")?)?),
+                "exp" | "exponential" => Dist::Exp {
+                    mean: scalar(&t.req("mean")?)?,
+                },
+                "uniform" => {
+                    let (lo, hi) = (scalar(&t.req("min")?)?, scalar(&t.req("max")?)?);
+                    if lo > hi {
+                        return t.err("min", "must not exceed max");
+                    }
+                    Dist::Uniform { lo, hi }
+                }
+                "normal" => Dist::Normal {
+                    mean: scalar(&t.req("mean")?)?,
+                    sd: scalar(&t.req("sd")?)?,
+                },
+                _ => Dist::LogNormal {
+                    median: scalar(&t.req("median")?)?,
+                    sigma: t.req("sigma")?.f64_in(0.0, 10.0)?,
+                },
+            };
             Ok(d)
         }
         _ => Ok(Dist::Fixed(scalar(o)?)),

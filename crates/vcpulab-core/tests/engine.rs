@@ -531,6 +531,20 @@ fn bad_input_key_of_another_distribution_lists_this_ones_keys() {
         m.contains("duration.sd: unknown key; allowed keys here: dist, mean"),
         "{m}"
     );
+    // The other form's key in place of this one's: the stray key is named, not the
+    // missing one (it used to read "duration.mean: is required but missing").
+    let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\n[[vm.workload]]\nkind = \"program\"\nops = [{{ op = \"compute\", duration = {{ dist = \"exp\", value = \"1ms\" }} }}]\n"));
+    assert!(
+        m.contains("duration.value: unknown key; allowed keys here: dist, mean"),
+        "{m}"
+    );
+    let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\n[[vm.workload]]\nkind = \"program\"\nops = [{{ op = \"compute\", duration = {{ dist = \"uniform\", min = \"1ms\", mx = \"2ms\" }} }}]\n"));
+    assert!(
+        m.contains(
+            "duration.mx: unknown key (did you mean \"max\"?); allowed keys here: dist, min, max"
+        ),
+        "{m}"
+    );
 }
 
 #[test]

@@ -215,11 +215,11 @@ impl Cgroups {
     /// Moves threads back and removes the directories; returns what was done.
     pub fn cleanup(&mut self) -> Vec<String> {
         for (tid, tasks) in self.moved.drain(..).rev() {
-            if Path::new(&format!("/proc/self/task/{tid}")).exists() {
-                if fs::write(&tasks, tid.to_string()).is_ok() {
-                    self.log
-                        .push(format!("moved tid {tid} back to {}", tasks.display()));
-                }
+            if Path::new(&format!("/proc/self/task/{tid}")).exists()
+                && fs::write(&tasks, tid.to_string()).is_ok()
+            {
+                self.log
+                    .push(format!("moved tid {tid} back to {}", tasks.display()));
             }
         }
         for c in self.created.drain(..).rev() {

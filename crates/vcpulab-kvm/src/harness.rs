@@ -69,7 +69,7 @@ impl Memory {
     /// The 64-bit word at guest address `addr`.
     pub fn word(&self, addr: u64) -> &AtomicU64 {
         assert!(
-            addr % 8 == 0 && (addr as usize) + 8 <= self.len,
+            addr.is_multiple_of(8) && (addr as usize) + 8 <= self.len,
             "guest address {addr:#x} out of range"
         );
         // SAFETY: in range and 8-byte aligned (checked above; the base is page aligned); the

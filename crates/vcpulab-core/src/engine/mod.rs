@@ -1912,7 +1912,10 @@ impl<S: Scheduler> Sim<S> {
         // Executing: running where last dispatched (see `settle`), found on the task's
         // line; otherwise only a running task (in its switch overhead) has a deadline.
         let cpu = if task.executing {
-            debug_assert_eq!(self.view.state[t as usize], RunState::Running(task.last_cpu));
+            debug_assert_eq!(
+                self.view.state[t as usize],
+                RunState::Running(task.last_cpu)
+            );
             task.last_cpu
         } else {
             match self.view.state[t as usize] {
@@ -2168,8 +2171,7 @@ impl<S: Scheduler> Sim<S> {
                         // when none is, and none while a synchronous one is in flight.
                         let since = now.0 as i64 - self.st.vm_last_delayed_sync_ns[vm];
                         let depth = (since / crate::workload::CFQ_SLICE_SYNC_NS as i64)
-                            .clamp(1, u32::MAX as i64)
-                            as u32;
+                            .clamp(1, u32::MAX as i64) as u32;
                         let sync_busy = self.st.vm_sync_in_flight[vm] > 0;
                         if sync_busy || th.io_pending >= depth {
                             // Held back: try again at the thread's next completion,
@@ -3732,7 +3734,10 @@ fn prefetch_lines<T>(r: &T, lines: usize) {
             // SAFETY: a prefetch never faults and changes no state; the address lies
             // inside `*r` (at most size_of::<T>() - 1 bytes past its start).
             unsafe {
-                std::arch::x86_64::_mm_prefetch(p.wrapping_add(i * 64), std::arch::x86_64::_MM_HINT_T0)
+                std::arch::x86_64::_mm_prefetch(
+                    p.wrapping_add(i * 64),
+                    std::arch::x86_64::_MM_HINT_T0,
+                )
             };
         }
     }
