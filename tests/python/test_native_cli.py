@@ -187,3 +187,44 @@ def test_a_failed_write_is_an_error_not_silence(scenarios):
                                 stdout=full, stderr=subprocess.PIPE, timeout=60)
     assert native.returncode == 2 and native.stderr.startswith(b"vcpulab: error: [Errno 28] "), native.stderr
     assert (native.returncode, native.stderr) == (python.returncode, python.stderr)
+
+
+def _interrupted(cmd: list, ignore_sigint: bool = False, wait: float = 20.0) -> subprocess.CompletedProcess:
+    """Starts a run that would take hours, sends it SIGINT once it is under way, and
+    returns how it ended (or kills it if it did not end within ``wait`` s: returncode None)."""
+    import signal
+    import time
+
+    def ignore():  # what a non-interactive shell does for a background job
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                         preexec_fn=ignore if ignore_sigint else None)
+    time.sleep(3.0)  # past Python's start and the scenario's parse, into the run
+    assert p.poll() is None, p.communicate()
+    p.send_signal(signal.SIGINT)
+    try:
+        out, err = p.communicate(timeout=wait)
+        return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        return subprocess.CompletedProcess(cmd, None, out, err)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT handling is Unix-only")
+def test_ctrl_c_ends_a_run_at_once_as_in_python(scenarios):
+    """The run stops within the 20 s allowed (it would take hours), with the Python
+    CLI's line and status, and nothing on stdout. Through Python this needs the
+    extension to run the interpreter's signal handlers during the run."""
+    args = ["run", str(scenarios["huge"]), "--json", "--force"]
+    native = _interrupted([VCPULAB, *args])
+    python = _interrupted([sys.executable, "-m", "vcpulab", *args])
+    assert (native.returncode, native.stderr, native.stdout) == (130, b"vcpulab: interrupted\n", b"")
+    _same(native, python)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT handling is Unix-only")
+def test_an_ignored_sigint_stays_ignored(scenarios):
+    native = _interrupted([VCPULAB, "run", str(scenarios["huge"]), "--json", "--force"], ignore_sigint=True, wait=2.0)
+    assert native.returncode is None, (native.returncode, native.stderr)

@@ -19,8 +19,8 @@
 //! reported here, with the Python CLI's messages and statuses: a simulation that fails
 //! while running (exit 1; a long run is not repeated just to fail again), and a failed
 //! write of the output (exit 2; a closed pipe exits 1 silently). Ctrl-C ends a native run
-//! at once (the shell sees status 130, as from the Python CLI, without its "interrupted"
-//! line). The output is UTF-8 with `\n` line ends whatever the locale or platform.
+//! as it ends the Python CLI's: "vcpulab: interrupted" on stderr and exit status 130 (on
+//! Unix; elsewhere the default handler ends it). The output is UTF-8 with `\n` line ends whatever the locale or platform.
 //!
 //! Which Python: `VCPULAB_PYTHON` if set; else the interpreter beside this executable
 //! (`python3.X` of the version that built it, then `python3`, `python`: the layout of a
@@ -31,12 +31,15 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use vcpulab_core::api::{self, RunOptions};
 use vcpulab_core::{Error, Scenario};
 
 const EXIT_SIM_FAILED: u8 = 1;
 const EXIT_USAGE: u8 = 2;
+const EXIT_INTERRUPTED: u8 = 130;
 /// Seeds the CLI accepts (python/vcpulab/cli.py `_seed`): 0 ..= 2^63-1.
 const SEED_MAX: u64 = (1 << 63) - 1;
 
@@ -136,6 +139,37 @@ fn scenario_text(path: &str) -> Option<String> {
     }
 }
 
+/// Set by the SIGINT handler; the run asks it every few ms (`RunOptions::stop`).
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Ctrl-C during a native run ends it as it ends the Python CLI's: the run stops within
+/// a few ms, nothing is written to stdout, "vcpulab: interrupted" goes to stderr, and the
+/// exit status is 130. The handler only sets a flag (async-signal-safe).
+#[cfg(unix)]
+fn catch_interrupts() {
+    use std::os::raw::c_int;
+    const SIGINT: c_int = 2; // the same number on Linux, the BSDs and macOS
+    const SIG_IGN: usize = 1;
+    extern "C" {
+        fn signal(signum: c_int, handler: usize) -> usize;
+    }
+    extern "C" fn on_interrupt(_: c_int) {
+        INTERRUPTED.store(true, Ordering::Relaxed);
+    }
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe. An
+    // ignored SIGINT (a background job of a non-interactive shell, nohup) stays ignored,
+    // as Python leaves it: the previous disposition is put back when it was SIG_IGN.
+    unsafe {
+        let handler: extern "C" fn(c_int) = on_interrupt;
+        if signal(SIGINT, handler as usize) == SIG_IGN {
+            signal(SIGINT, SIG_IGN);
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn catch_interrupts() {}
+
 /// Runs the scenario and writes its summary JSON. `Err(())` when the command line must
 /// go to Python after all (an error that Python reports).
 fn fast_run(run: &FastRun) -> Result<ExitCode, ()> {
@@ -146,9 +180,11 @@ fn fast_run(run: &FastRun) -> Result<ExitCode, ()> {
         Scenario::from_toml_str(&text, &run.scenario)
     };
     let sc = parsed.map_err(|_| ())?;
+    catch_interrupts();
     let opts = RunOptions {
         check_invariants: run.check_invariants,
         force: run.force,
+        stop: Some(Arc::new(|| INTERRUPTED.load(Ordering::Relaxed))),
         ..Default::default()
     };
     match api::run(&sc, run.seed, &opts) {
@@ -174,6 +210,10 @@ fn fast_run(run: &FastRun) -> Result<ExitCode, ()> {
         Err(Error::Sim(e)) => {
             eprintln!("vcpulab: error: {e}");
             Ok(ExitCode::from(EXIT_SIM_FAILED))
+        }
+        Err(Error::Interrupted) => {
+            eprintln!("vcpulab: interrupted");
+            Ok(ExitCode::from(EXIT_INTERRUPTED))
         }
         // Refused before running (too long, bad trace window) or another input error.
         Err(_) => Err(()),

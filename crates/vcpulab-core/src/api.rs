@@ -1,8 +1,11 @@
 //! Entry points for the CLI and the Python bindings. Everything returns plain data or
 //! JSON text; nothing here holds state between calls.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use crate::engine::Sim;
-pub use crate::engine::{RunOptions, RunOutput};
+pub use crate::engine::{RunOptions, RunOutput, StopFn};
 use crate::error::{Error, SimError};
 use crate::scenario::Scenario;
 use crate::sched::{self, Scheduler, WithScheduler};
@@ -46,15 +49,23 @@ pub fn run_full(sc: &Scenario, seed: Option<u64>, opts: &RunOptions) -> Result<R
         }
     }
     let seed = seed.unwrap_or(sc.seed);
-    let runner = Runner {
-        sc,
-        seed,
-        opts: opts.clone(),
-    };
+    let mut opts = opts.clone();
+    // Whether the caller's `stop` ended the run, told apart from a failure of the run.
+    let stopped = Arc::new(AtomicBool::new(false));
+    if let Some(stop) = opts.stop.take() {
+        let stopped = stopped.clone();
+        opts.stop = Some(Arc::new(move || {
+            let yes = stop();
+            stopped.fetch_or(yes, Ordering::Relaxed);
+            yes
+        }));
+    }
+    let runner = Runner { sc, seed, opts };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         sched::with_scheduler(&sc.scheduler.name, &sc.scheduler.params, runner)
     }));
     match result {
+        Ok(_) if stopped.load(Ordering::Relaxed) => Err(Error::Interrupted),
         Ok(r) => Ok(r?),
         Err(payload) => {
             let msg = payload
@@ -227,9 +238,10 @@ pub fn reproduce_case_json(
     experiment: &str,
     case: &str,
     seed: Option<u64>,
+    opts: &RunOptions,
 ) -> Result<String, Error> {
     let e = crate::repro::find(experiment)?;
-    let rows = crate::repro::run_case(&e, case, seed)?;
+    let rows = crate::repro::run_case_with(&e, case, seed, opts)?;
     Ok(serde_json::to_string(&rows).unwrap())
 }
 

@@ -69,6 +69,8 @@ pub enum Error {
     },
     /// An unknown experiment, case or other name; the message lists what exists.
     NotFound(String),
+    /// The caller stopped the run (`RunOptions::stop` said so: Ctrl-C).
+    Interrupted,
 }
 
 impl fmt::Display for Error {
@@ -78,6 +80,7 @@ impl fmt::Display for Error {
             Error::Sim(e) => e.fmt(f),
             Error::Io { path, message } => write!(f, "{path}: {message}"),
             Error::NotFound(m) => f.write_str(m),
+            Error::Interrupted => f.write_str("interrupted"),
         }
     }
 }

@@ -652,6 +652,44 @@ fn progress_callback_is_called_and_changes_nothing() {
     assert!(seen.windows(2).all(|w| w[0] <= w[1]) && seen.iter().all(|f| (0.0..=1.0).contains(f)));
 }
 
+/// `stop` is asked during a run and changes nothing while it answers no; a yes ends the
+/// run at once as `Error::Interrupted`, not as a failure of the simulation.
+#[test]
+fn stop_hook_ends_a_run_as_interrupted_and_changes_nothing_otherwise() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    // About 2.8 M events: the hook is asked every 2^16, so ~40 times.
+    let sc = scenario(
+        "duration = \"400s\"\n[host]\ncores_per_socket = 4\n[scheduler]\nname = \"rr\"\n[[vm]]\nname = \"g\"\nvcpus = 16\n\
+         [[vm.workload]]\nkind = \"program\"\nthreads = 16\nops = [ { op = \"sleep\", duration = { dist = \"exp\", mean = \"1ms\" } }, \
+         { op = \"compute\", duration = { dist = \"exp\", mean = \"2ms\" } } ]\n",
+    );
+    let asked = Arc::new(AtomicU64::new(0));
+    let counter = asked.clone();
+    let never = RunOptions {
+        stop: Some(Arc::new(move || {
+            counter.fetch_add(1, Ordering::Relaxed);
+            false
+        })),
+        ..Default::default()
+    };
+    let with = summary_json(&run(&sc, None, &never).unwrap());
+    let without = summary_json(&run(&sc, None, &RunOptions::default()).unwrap());
+    assert_eq!(with, without);
+    let full = asked.load(Ordering::Relaxed);
+    assert!(full >= 10, "asked {full} times");
+
+    let asked = Arc::new(AtomicU64::new(0));
+    let counter = asked.clone();
+    let third = RunOptions {
+        stop: Some(Arc::new(move || counter.fetch_add(1, Ordering::Relaxed) + 1 >= 3)),
+        ..Default::default()
+    };
+    assert_eq!(run(&sc, None, &third).unwrap_err(), Error::Interrupted);
+    assert_eq!(asked.load(Ordering::Relaxed), 3, "the run went on after the stop");
+    assert_eq!(Error::Interrupted.to_string(), "interrupted");
+}
+
 /// Runs the whole scenario traced; the run's output and its trace events.
 fn traced(sc: &Scenario) -> (vcpulab_core::api::RunOutput, Vec<serde_json::Value>) {
     let opts = RunOptions {

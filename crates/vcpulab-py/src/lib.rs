@@ -4,12 +4,18 @@
 //! PyO3 object ever needs to cross a process boundary. Errors become Python exceptions:
 //! `ScenarioError` (bad input; a `ValueError`), `SimulationError` (a run failed; a
 //! `RuntimeError`), `NotFoundError` (unknown experiment or case; a `LookupError`).
-//! Simulations release the GIL.
+//! Simulations release the GIL, and take it back every few ms of a run to let the
+//! interpreter run its signal handlers: Ctrl-C raises `KeyboardInterrupt` at once rather
+//! than when the run ends.
+
+use std::sync::{Arc, Mutex};
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyLookupError, PyOSError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{
+    PyKeyboardInterrupt, PyLookupError, PyOSError, PyRuntimeError, PyValueError,
+};
 use pyo3::prelude::*;
-use vcpulab_core::api::{self, RunOptions};
+use vcpulab_core::api::{self, RunOptions, StopFn};
 use vcpulab_core::{Error, Scenario};
 
 create_exception!(
@@ -37,6 +43,47 @@ fn to_py(e: Error) -> PyErr {
         Error::Sim(s) => SimulationError::new_err(s.to_string()),
         Error::Io { .. } => PyOSError::new_err(e.to_string()),
         Error::NotFound(m) => NotFoundError::new_err(m),
+        Error::Interrupted => PyKeyboardInterrupt::new_err(()),
+    }
+}
+
+/// A run's `stop` hook that runs the interpreter's signal handlers (a no-op off the main
+/// thread), and the exception one of them raised, which then ends the run.
+struct Interrupts {
+    raised: Arc<Mutex<Option<PyErr>>>,
+}
+
+impl Interrupts {
+    fn new() -> Self {
+        Interrupts {
+            raised: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    fn stop_fn(&self) -> StopFn {
+        let raised = self.raised.clone();
+        Arc::new(move || {
+            Python::with_gil(|py| match py.check_signals() {
+                Ok(()) => false,
+                Err(e) => {
+                    *raised.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    true
+                }
+            })
+        })
+    }
+
+    /// The error to raise: the handler's own exception for an interrupted run.
+    fn to_py(&self, e: Error) -> PyErr {
+        match e {
+            Error::Interrupted => self
+                .raised
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take()
+                .unwrap_or_else(|| to_py(e)),
+            other => to_py(other),
+        }
     }
 }
 
@@ -60,6 +107,8 @@ fn run_text(
     force: bool,
 ) -> PyResult<String> {
     let format = format.to_string();
+    let interrupts = Interrupts::new();
+    let stop = interrupts.stop_fn();
     py.allow_threads(move || {
         let sc = parse(&text, &origin, &format)?;
         let s = api::run(
@@ -68,12 +117,13 @@ fn run_text(
             &RunOptions {
                 check_invariants,
                 force,
+                stop: Some(stop),
                 ..Default::default()
             },
         )?;
         Ok(api::summary_json(&s))
     })
-    .map_err(to_py)
+    .map_err(|e| interrupts.to_py(e))
 }
 
 /// Runs a scenario and returns (summary JSON, Chrome JSON trace of [from_ns, to_ns]).
@@ -89,10 +139,13 @@ fn trace_text(
     to_ns: u64,
 ) -> PyResult<(String, String)> {
     let format = format.to_string();
+    let interrupts = Interrupts::new();
+    let stop = interrupts.stop_fn();
     py.allow_threads(move || {
         let sc = parse(&text, &origin, &format)?;
         let opts = RunOptions {
             trace_window: Some((from_ns, to_ns)),
+            stop: Some(stop),
             ..Default::default()
         };
         let out = api::run_full(&sc, seed, &opts)?;
@@ -101,7 +154,7 @@ fn trace_text(
             out.trace_json.unwrap_or_default(),
         ))
     })
-    .map_err(to_py)
+    .map_err(|e| interrupts.to_py(e))
 }
 
 /// Validates a scenario given as text; returns a short JSON description of it. Like
@@ -156,8 +209,13 @@ fn reproduce_case(
     case: String,
     seed: Option<u64>,
 ) -> PyResult<String> {
-    py.allow_threads(move || api::reproduce_case_json(&experiment, &case, seed))
-        .map_err(to_py)
+    let interrupts = Interrupts::new();
+    let opts = RunOptions {
+        stop: Some(interrupts.stop_fn()),
+        ..Default::default()
+    };
+    py.allow_threads(move || api::reproduce_case_json(&experiment, &case, seed, &opts))
+        .map_err(|e| interrupts.to_py(e))
 }
 
 /// Normalises an experiment's raw rows (JSON list) and computes sim / paper.

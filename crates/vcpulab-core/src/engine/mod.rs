@@ -46,6 +46,10 @@ use std::collections::VecDeque;
 /// Called now and then during a run with the fraction of simulated time done (0..1).
 pub type ProgressFn = std::sync::Arc<dyn Fn(f64) + Send + Sync>;
 
+/// Asked now and then during a run whether to abandon it (the caller saw Ctrl-C): `true`
+/// ends the run with `Error::Interrupted`.
+pub type StopFn = std::sync::Arc<dyn Fn() -> bool + Send + Sync>;
+
 /// Options that change how a run is checked or observed, never its results.
 #[derive(Clone, Default)]
 pub struct RunOptions {
@@ -58,6 +62,8 @@ pub struct RunOptions {
     /// Run even when the up-front estimate of the event count exceeds
     /// `api::MAX_ESTIMATED_EVENTS` (see `api::estimate_events`).
     pub force: bool,
+    /// Asked every `STOP_CHECK_EVERY` events whether to abandon the run.
+    pub stop: Option<StopFn>,
 }
 
 /// What a run produces: the summary, and the trace if one was asked for.
@@ -74,12 +80,21 @@ impl std::fmt::Debug for RunOptions {
             .field("progress", &self.progress.is_some())
             .field("trace_window", &self.trace_window)
             .field("force", &self.force)
+            .field("stop", &self.stop.is_some())
             .finish()
     }
 }
 
 /// Events between two progress callbacks (a power of two: a mask test per event).
 const PROGRESS_EVERY: u64 = 1 << 20;
+/// Events between two questions to `RunOptions::stop`: a few ms of a run even with
+/// invariant checks on, so Ctrl-C ends a run at once. A divisor of `PROGRESS_EVERY`, so
+/// that one mask test per event covers both.
+const STOP_CHECK_EVERY: u64 = 1 << 16;
+/// The `SimError` message of a run its caller stopped (`api` reports such a run as
+/// `Error::Interrupted`).
+const STOPPED_BY_CALLER: &str = "stopped by the caller";
+const _: () = assert!(PROGRESS_EVERY.is_multiple_of(STOP_CHECK_EVERY));
 
 type ThreadId = u32;
 const NONE: u32 = u32::MAX;
@@ -1161,6 +1176,22 @@ impl<S: Scheduler> Sim<S> {
         }
     }
 
+    /// The caller's hooks, every `STOP_CHECK_EVERY` events: progress, and whether to stop
+    /// (which ends the run as an error at once, through `st.error`).
+    #[cold]
+    fn poll_caller(&mut self) {
+        if self.st.h.events & (PROGRESS_EVERY - 1) == 0 {
+            if let Some(p) = &self.st.opts.progress {
+                p(self.st.now.0 as f64 / self.st.end.0 as f64);
+            }
+        }
+        if let Some(stop) = &self.st.opts.stop {
+            if stop() && self.st.error.is_none() {
+                self.st.error = Some(STOPPED_BY_CALLER.to_string());
+            }
+        }
+    }
+
     /// Runs to the end of the scenario and returns the summary.
     pub fn run(self, sc: &Scenario) -> Result<Summary, SimError> {
         self.run_full(sc).map(|o| o.summary)
@@ -1265,10 +1296,8 @@ impl<S: Scheduler> Sim<S> {
             }
             self.st.h.events += 1;
             self.flush();
-            if self.st.h.events & (PROGRESS_EVERY - 1) == 0 {
-                if let Some(p) = &self.st.opts.progress {
-                    p(self.st.now.0 as f64 / self.st.end.0 as f64);
-                }
+            if self.st.h.events & (STOP_CHECK_EVERY - 1) == 0 {
+                self.poll_caller();
             }
             if self.st.opts.check_invariants {
                 self.check_invariants();

@@ -460,6 +460,16 @@ pub fn extract(summary: &serde_json::Value, path: &str) -> Option<f64> {
 
 /// Runs one case; returns one row per metric with the raw (not yet normalised) figure.
 pub fn run_case(exp: &Experiment, case_id: &str, seed: Option<u64>) -> Result<Vec<Row>, Error> {
+    run_case_with(exp, case_id, seed, &RunOptions::default())
+}
+
+/// `run_case` with the runs' options (a caller's `stop`, for Ctrl-C).
+pub fn run_case_with(
+    exp: &Experiment,
+    case_id: &str,
+    seed: Option<u64>,
+    opts: &RunOptions,
+) -> Result<Vec<Row>, Error> {
     let case = exp.cases.iter().find(|c| c.id == case_id).ok_or_else(|| {
         let ids: Vec<&str> = exp.cases.iter().map(|c| c.id.as_str()).collect();
         Error::NotFound(format!(
@@ -482,7 +492,7 @@ pub fn run_case(exp: &Experiment, case_id: &str, seed: Option<u64>) -> Result<Ve
         let sc = metric_scenario(exp, case, group)?;
         let first = seed.unwrap_or(sc.seed);
         for s in first..first + exp.seeds {
-            let summary = run(&sc, Some(s), &RunOptions::default())?;
+            let summary = run(&sc, Some(s), opts)?;
             let json = serde_json::to_value(&summary).expect("summary serialises");
             for (i, m) in exp.metrics.iter().enumerate() {
                 if edits[i] != edits[g] {
