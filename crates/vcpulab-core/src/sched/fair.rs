@@ -737,8 +737,11 @@ impl Fair {
 
     /// A wake-up, or for a task's first one `wake_up_new_task`: placed as a new task
     /// (CFS `START_DEBIT`: one slice behind min_vruntime; EEVDF: half a first slice)
-    /// instead of as a sleeper. (Fork balancing's idlest-CPU search is approximated by
-    /// the wake-up's choice of pCPU.)
+    /// instead of as a sleeper. Fork balancing's idlest-CPU search is not modelled: a
+    /// task starts on the i-th pCPU of its affinity (task i, see `init`), and its first
+    /// wake-up keeps it there when that pCPU is idle. On an SMT host that start can share
+    /// a core that a search would avoid; docs/models.md (software-ft) shows how much it
+    /// can matter.
     pub fn wake(&mut self, ctx: &mut SchedCtx, t: TaskId) {
         let cpu = self.select_task_rq(ctx, t);
         let new = std::mem::replace(&mut self.never_queued[t as usize], false);
