@@ -256,7 +256,8 @@ def run(scenario: ScenarioLike, seed: Optional[int] = None, check_invariants: bo
 
     ``seed`` overrides the scenario's seed. Raises :class:`ScenarioError` for invalid input
     (the message names the file, or ``<dict>``, and the key path), :class:`OSError` if the
-    file cannot be read and :class:`SimulationError` if the simulation fails.
+    file cannot be read and :class:`SimulationError` if the simulation fails. Ctrl-C (any
+    exception a signal handler raises) ends the run within milliseconds and propagates.
 
     Scenarios estimated to take more than 5e10 events (hours) are refused with a
     :class:`ScenarioError` naming the estimate and its dominant part; ``force=True`` runs

@@ -246,3 +246,41 @@ def test_io_path_bandwidth_and_latency_columns():
     bad["host"]["io_driver"] = "vm1"
     with pytest.raises(vcpulab.ScenarioError, match=r"host\.io_driver.*runs no netback"):
         vcpulab.run(bad)
+
+
+def test_a_signal_handler_s_exception_ends_a_run_at_once():
+    """The extension releases the GIL for a run but lets the interpreter run its signal
+    handlers every few ms of it: an exception a handler raises (KeyboardInterrupt on
+    Ctrl-C) ends the run at once and propagates. Uninterrupted, this run takes ~20 s."""
+    import os
+    import signal
+    import threading
+    import time
+
+    class Stopped(Exception):
+        pass
+
+    def raise_stopped(signum, frame):
+        raise Stopped()
+
+    scenario = {
+        "duration": "30000s",
+        "host": {"cores_per_socket": 4},
+        "scheduler": {"name": "rr", "slice": "1ms"},
+        "vm": [{"name": "g", "vcpus": 16, "workload": [{"kind": "program", "threads": 16, "ops": [
+            {"op": "sleep", "duration": {"dist": "exp", "mean": "1ms"}},
+            {"op": "compute", "duration": {"dist": "exp", "mean": "2ms"}},
+        ]}]}],
+    }
+    previous = signal.signal(signal.SIGUSR1, raise_stopped)
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGUSR1))
+    try:
+        start = time.monotonic()
+        timer.start()
+        with pytest.raises(Stopped):
+            vcpulab.run(scenario)
+        elapsed = time.monotonic() - start
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGUSR1, previous)
+    assert elapsed < 5.0, f"the run went on for {elapsed:.1f} s after the signal"
