@@ -284,3 +284,24 @@ def test_a_signal_handler_s_exception_ends_a_run_at_once():
         timer.cancel()
         signal.signal(signal.SIGUSR1, previous)
     assert elapsed < 5.0, f"the run went on for {elapsed:.1f} s after the signal"
+
+
+def test_an_interpreter_exits_cleanly_with_a_run_in_a_daemon_thread():
+    """Only a run on the main thread takes the GIL back during the run (to run signal
+    handlers): a daemon thread that asked for it while the interpreter exits would be
+    ended by pthread_exit, unwinding through the engine (an abort, status 134)."""
+    import subprocess
+    import sys
+
+    code = """
+import threading, time, vcpulab
+scenario = {"duration": "30000s", "host": {"cores_per_socket": 4}, "scheduler": {"name": "rr"},
+            "vm": [{"name": "g", "vcpus": 16, "workload": [{"kind": "program", "threads": 16, "ops": [
+                {"op": "sleep", "duration": {"dist": "exp", "mean": "1ms"}},
+                {"op": "compute", "duration": {"dist": "exp", "mean": "2ms"}}]}]}]}
+threading.Thread(target=vcpulab.run, args=(scenario,), daemon=True).start()
+time.sleep(0.5)
+print("exiting", flush=True)
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (p.returncode, p.stdout) == (0, "exiting\n"), p.stderr

@@ -18,9 +18,11 @@
 //! implementation; the Python CLI re-reads the file to report them. Two errors are
 //! reported here, with the Python CLI's messages and statuses: a simulation that fails
 //! while running (exit 1; a long run is not repeated just to fail again), and a failed
-//! write of the output (exit 2; a closed pipe exits 1 silently). Ctrl-C ends a native run
-//! as it ends the Python CLI's: "vcpulab: interrupted" on stderr and exit status 130 (on
-//! Unix; elsewhere the default handler ends it). The output is UTF-8 with `\n` line ends whatever the locale or platform.
+//! write of the output (exit 2; a closed pipe exits 1 silently). Ctrl-C during a native
+//! run ends it as it ends the Python CLI's: "vcpulab: interrupted" on stderr and exit
+//! status 130 (on Unix; elsewhere, and while the output is being written, the signal's
+//! default action ends it). The output is UTF-8 with `\n` line ends whatever the locale or
+//! platform.
 //!
 //! Which Python: `VCPULAB_PYTHON` if set; else the interpreter beside this executable
 //! (`python3.X` of the version that built it, then `python3`, `python`: the layout of a
@@ -144,31 +146,65 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// Ctrl-C during a native run ends it as it ends the Python CLI's: the run stops within
 /// a few ms, nothing is written to stdout, "vcpulab: interrupted" goes to stderr, and the
-/// exit status is 130. The handler only sets a flag (async-signal-safe).
+/// exit status is 130. The handler only sets a flag (async-signal-safe). It is in place
+/// for the run alone (`Interrupts::catch` .. `release`); a Ctrl-C while the summary is
+/// written ends the process by the default action, since a write blocked on a full pipe
+/// would never see the flag.
 #[cfg(unix)]
-fn catch_interrupts() {
+mod interrupts {
+    use super::{Ordering, INTERRUPTED};
     use std::os::raw::c_int;
+
     const SIGINT: c_int = 2; // the same number on Linux, the BSDs and macOS
     const SIG_IGN: usize = 1;
     extern "C" {
         fn signal(signum: c_int, handler: usize) -> usize;
     }
+
     extern "C" fn on_interrupt(_: c_int) {
         INTERRUPTED.store(true, Ordering::Relaxed);
     }
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe. An
-    // ignored SIGINT (a background job of a non-interactive shell, nohup) stays ignored,
-    // as Python leaves it: the previous disposition is put back when it was SIG_IGN.
-    unsafe {
-        let handler: extern "C" fn(c_int) = on_interrupt;
-        if signal(SIGINT, handler as usize) == SIG_IGN {
-            signal(SIGINT, SIG_IGN);
+
+    /// The disposition to put back, if the handler was installed.
+    pub struct Caught(Option<usize>);
+
+    /// Installs the handler, unless SIGINT is ignored (a background job of a
+    /// non-interactive shell, nohup): then it stays ignored, as Python leaves it. Setting
+    /// SIG_IGN first to read the disposition means an ignored SIGINT is never caught; a
+    /// Ctrl-C in the instant between the two calls is lost instead.
+    pub fn catch() -> Caught {
+        // SAFETY: signal(2) with SIG_IGN, then with a handler that only stores to an
+        // atomic (async-signal-safe); both are valid dispositions for SIGINT.
+        unsafe {
+            let previous = signal(SIGINT, SIG_IGN);
+            if previous == SIG_IGN {
+                return Caught(None);
+            }
+            let handler: extern "C" fn(c_int) = on_interrupt;
+            signal(SIGINT, handler as usize);
+            Caught(Some(previous))
+        }
+    }
+
+    /// Puts the previous disposition back.
+    pub fn release(caught: Caught) {
+        if let Some(previous) = caught.0 {
+            // SAFETY: restores the disposition signal(2) returned, as it was.
+            unsafe {
+                signal(SIGINT, previous);
+            }
         }
     }
 }
 
 #[cfg(not(unix))]
-fn catch_interrupts() {}
+mod interrupts {
+    pub struct Caught;
+    pub fn catch() -> Caught {
+        Caught
+    }
+    pub fn release(_: Caught) {}
+}
 
 /// Runs the scenario and writes its summary JSON. `Err(())` when the command line must
 /// go to Python after all (an error that Python reports).
@@ -180,14 +216,20 @@ fn fast_run(run: &FastRun) -> Result<ExitCode, ()> {
         Scenario::from_toml_str(&text, &run.scenario)
     };
     let sc = parsed.map_err(|_| ())?;
-    catch_interrupts();
     let opts = RunOptions {
         check_invariants: run.check_invariants,
         force: run.force,
         stop: Some(Arc::new(|| INTERRUPTED.load(Ordering::Relaxed))),
         ..Default::default()
     };
-    match api::run(&sc, run.seed, &opts) {
+    let caught = interrupts::catch();
+    let mut result = api::run(&sc, run.seed, &opts);
+    interrupts::release(caught);
+    // A Ctrl-C after the run's last look at the flag still counts.
+    if result.is_ok() && INTERRUPTED.load(Ordering::Relaxed) {
+        result = Err(Error::Interrupted);
+    }
+    match result {
         Ok(summary) => {
             // Formatted straight into a buffered stdout: at 8,192 vCPUs the text is 6.4 MB,
             // which a String would grow (and copy) to before the first byte is written.

@@ -682,11 +682,17 @@ fn stop_hook_ends_a_run_as_interrupted_and_changes_nothing_otherwise() {
     let asked = Arc::new(AtomicU64::new(0));
     let counter = asked.clone();
     let third = RunOptions {
-        stop: Some(Arc::new(move || counter.fetch_add(1, Ordering::Relaxed) + 1 >= 3)),
+        stop: Some(Arc::new(move || {
+            counter.fetch_add(1, Ordering::Relaxed) + 1 >= 3
+        })),
         ..Default::default()
     };
     assert_eq!(run(&sc, None, &third).unwrap_err(), Error::Interrupted);
-    assert_eq!(asked.load(Ordering::Relaxed), 3, "the run went on after the stop");
+    assert_eq!(
+        asked.load(Ordering::Relaxed),
+        3,
+        "the run went on after the stop"
+    );
     assert_eq!(Error::Interrupted.to_string(), "interrupted");
 }
 

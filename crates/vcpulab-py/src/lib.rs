@@ -9,6 +9,7 @@
 //! than when the run ends.
 
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use pyo3::create_exception;
 use pyo3::exceptions::{
@@ -47,22 +48,52 @@ fn to_py(e: Error) -> PyErr {
     }
 }
 
-/// A run's `stop` hook that runs the interpreter's signal handlers (a no-op off the main
-/// thread), and the exception one of them raised, which then ends the run.
+/// A run's `stop` hook that runs the interpreter's signal handlers, and the exception one
+/// of them raised, which then ends the run.
+///
+/// Only a run on the main thread gets the hook: Python runs signal handlers there alone
+/// (`check_signals` is a no-op elsewhere), and a daemon thread that asks for the GIL while
+/// the interpreter exits is ended by `pthread_exit`, which must not unwind through the
+/// engine. The GIL is asked for at most every `SIGNAL_CHECK_EVERY` of wall time: when
+/// another thread holds it, each request can wait a switch interval (5 ms).
 struct Interrupts {
     raised: Arc<Mutex<Option<PyErr>>>,
+    on_main_thread: bool,
 }
 
+/// Wall time between two runs of the signal handlers during a simulation: how late Ctrl-C
+/// can be noticed, at most (the run's own results never depend on it).
+const SIGNAL_CHECK_EVERY: Duration = Duration::from_millis(100);
+
 impl Interrupts {
-    fn new() -> Self {
+    fn new(py: Python<'_>) -> Self {
+        let on_main_thread = (|| -> PyResult<bool> {
+            let threading = py.import("threading")?;
+            let main = threading.call_method0("main_thread")?.getattr("ident")?;
+            let me = threading.call_method0("get_ident")?;
+            main.eq(me)
+        })()
+        .unwrap_or(false);
         Interrupts {
             raised: Arc::new(Mutex::new(None)),
+            on_main_thread,
         }
     }
 
-    fn stop_fn(&self) -> StopFn {
+    fn stop_fn(&self) -> Option<StopFn> {
+        if !self.on_main_thread {
+            return None;
+        }
         let raised = self.raised.clone();
-        Arc::new(move || {
+        let last = Mutex::new(Instant::now());
+        Some(Arc::new(move || {
+            {
+                let mut last = last.lock().unwrap_or_else(|p| p.into_inner());
+                if last.elapsed() < SIGNAL_CHECK_EVERY {
+                    return false;
+                }
+                *last = Instant::now();
+            }
             Python::with_gil(|py| match py.check_signals() {
                 Ok(()) => false,
                 Err(e) => {
@@ -70,7 +101,7 @@ impl Interrupts {
                     true
                 }
             })
-        })
+        }))
     }
 
     /// The error to raise: the handler's own exception for an interrupted run.
@@ -107,7 +138,7 @@ fn run_text(
     force: bool,
 ) -> PyResult<String> {
     let format = format.to_string();
-    let interrupts = Interrupts::new();
+    let interrupts = Interrupts::new(py);
     let stop = interrupts.stop_fn();
     py.allow_threads(move || {
         let sc = parse(&text, &origin, &format)?;
@@ -117,7 +148,7 @@ fn run_text(
             &RunOptions {
                 check_invariants,
                 force,
-                stop: Some(stop),
+                stop,
                 ..Default::default()
             },
         )?;
@@ -139,13 +170,13 @@ fn trace_text(
     to_ns: u64,
 ) -> PyResult<(String, String)> {
     let format = format.to_string();
-    let interrupts = Interrupts::new();
+    let interrupts = Interrupts::new(py);
     let stop = interrupts.stop_fn();
     py.allow_threads(move || {
         let sc = parse(&text, &origin, &format)?;
         let opts = RunOptions {
             trace_window: Some((from_ns, to_ns)),
-            stop: Some(stop),
+            stop,
             ..Default::default()
         };
         let out = api::run_full(&sc, seed, &opts)?;
@@ -209,9 +240,9 @@ fn reproduce_case(
     case: String,
     seed: Option<u64>,
 ) -> PyResult<String> {
-    let interrupts = Interrupts::new();
+    let interrupts = Interrupts::new(py);
     let opts = RunOptions {
-        stop: Some(interrupts.stop_fn()),
+        stop: interrupts.stop_fn(),
         ..Default::default()
     };
     py.allow_threads(move || api::reproduce_case_json(&experiment, &case, seed, &opts))
