@@ -524,27 +524,33 @@ fn bad_input_misspelt_required_key_is_named_as_the_typo() {
     );
 }
 
+/// The error for a compute op whose duration is the TOML inline table `table`.
+fn bad_duration(table: &str) -> String {
+    bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\n[[vm.workload]]\nkind = \"program\"\nops = [{{ op = \"compute\", duration = {table} }}]\n"))
+}
+
 #[test]
 fn bad_input_key_of_another_distribution_lists_this_ones_keys() {
-    let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\n[[vm.workload]]\nkind = \"program\"\nops = [{{ op = \"compute\", duration = {{ dist = \"exp\", mean = \"1ms\", sd = \"1us\" }} }}]\n"));
-    assert!(
-        m.contains("duration.sd: unknown key; allowed keys here: dist, mean"),
-        "{m}"
-    );
-    // The other form's key in place of this one's: the stray key is named, not the
-    // missing one (it used to read "duration.mean: is required but missing").
-    let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\n[[vm.workload]]\nkind = \"program\"\nops = [{{ op = \"compute\", duration = {{ dist = \"exp\", value = \"1ms\" }} }}]\n"));
-    assert!(
-        m.contains("duration.value: unknown key; allowed keys here: dist, mean"),
-        "{m}"
-    );
-    let m = bad(&format!("{GOOD_HEAD}[[vm]]\nname = \"a\"\nvcpus = 1\n[[vm.workload]]\nkind = \"program\"\nops = [{{ op = \"compute\", duration = {{ dist = \"uniform\", min = \"1ms\", mx = \"2ms\" }} }}]\n"));
-    assert!(
-        m.contains(
-            "duration.mx: unknown key (did you mean \"max\"?); allowed keys here: dist, min, max"
+    let cases = [
+        (
+            r#"{ dist = "exp", mean = "1ms", sd = "1us" }"#,
+            "duration.sd: unknown key; allowed keys here: dist, mean",
         ),
-        "{m}"
-    );
+        // The other form's key in place of this one's: the stray key is named, not the
+        // missing one (it used to read "duration.mean: is required but missing").
+        (
+            r#"{ dist = "exp", value = "1ms" }"#,
+            "duration.value: unknown key; allowed keys here: dist, mean",
+        ),
+        (
+            r#"{ dist = "uniform", min = "1ms", mx = "2ms" }"#,
+            "duration.mx: unknown key (did you mean \"max\"?); allowed keys here: dist, min, max",
+        ),
+    ];
+    for (table, expected) in cases {
+        let m = bad_duration(table);
+        assert!(m.contains(expected), "{table}: {m}");
+    }
 }
 
 #[test]
@@ -628,16 +634,21 @@ fn a_program_of_zero_time_ops_is_an_error_not_a_hang() {
     }
 }
 
+/// About 2.8 M events: 16 vCPUs alternating Exp(1 ms) sleeps and Exp(2 ms) bursts on 4 pCPUs.
+fn rr_overcommit_400s() -> Scenario {
+    scenario(
+        "duration = \"400s\"\n[host]\ncores_per_socket = 4\n[scheduler]\nname = \"rr\"\n[[vm]]\nname = \"g\"\nvcpus = 16\n\
+         [[vm.workload]]\nkind = \"program\"\nthreads = 16\nops = [ { op = \"sleep\", duration = { dist = \"exp\", mean = \"1ms\" } }, \
+         { op = \"compute\", duration = { dist = \"exp\", mean = \"2ms\" } } ]\n",
+    )
+}
+
 /// The progress callback reports increasing fractions and does not change results.
 #[test]
 fn progress_callback_is_called_and_changes_nothing() {
     use std::sync::{Arc, Mutex};
-    // About 2.8 M events: the callback fires every 2^20.
-    let sc = scenario(
-        "duration = \"400s\"\n[host]\ncores_per_socket = 4\n[scheduler]\nname = \"rr\"\n[[vm]]\nname = \"g\"\nvcpus = 16\n\
-         [[vm.workload]]\nkind = \"program\"\nthreads = 16\nops = [ { op = \"sleep\", duration = { dist = \"exp\", mean = \"1ms\" } }, \
-         { op = \"compute\", duration = { dist = \"exp\", mean = \"2ms\" } } ]\n",
-    );
+    // The callback fires every 2^20 events.
+    let sc = rr_overcommit_400s();
     let seen = Arc::new(Mutex::new(Vec::<f64>::new()));
     let sink = seen.clone();
     let opts = RunOptions {
@@ -658,12 +669,8 @@ fn progress_callback_is_called_and_changes_nothing() {
 fn stop_hook_ends_a_run_as_interrupted_and_changes_nothing_otherwise() {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
-    // About 2.8 M events: the hook is asked every 2^16, so ~40 times.
-    let sc = scenario(
-        "duration = \"400s\"\n[host]\ncores_per_socket = 4\n[scheduler]\nname = \"rr\"\n[[vm]]\nname = \"g\"\nvcpus = 16\n\
-         [[vm.workload]]\nkind = \"program\"\nthreads = 16\nops = [ { op = \"sleep\", duration = { dist = \"exp\", mean = \"1ms\" } }, \
-         { op = \"compute\", duration = { dist = \"exp\", mean = \"2ms\" } } ]\n",
-    );
+    // The hook is asked every 2^16 events, so ~40 times.
+    let sc = rr_overcommit_400s();
     let asked = Arc::new(AtomicU64::new(0));
     let counter = asked.clone();
     let never = RunOptions {
