@@ -189,6 +189,25 @@ def test_a_failed_write_is_an_error_not_silence(scenarios):
     assert (native.returncode, native.stderr) == (python.returncode, python.stderr)
 
 
+def _wait_until_in_the_run(p: subprocess.Popen) -> None:
+    """Until the process has used 1.5 s of CPU: past Python's start and imports (~0.3 s)
+    and the scenario's parse, into the run, however loaded the machine is. (A SIGINT
+    during Python's imports would give a traceback instead of the CLI's message.)"""
+    import time
+
+    stat = Path(f"/proc/{p.pid}/stat")
+    if not stat.exists():  # no procfs (macOS): a generous fixed wait
+        time.sleep(5.0)
+        return
+    tick = os.sysconf("SC_CLK_TCK")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and p.poll() is None:
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+        if (int(fields[11]) + int(fields[12])) / tick >= 1.5:  # utime + stime
+            return
+        time.sleep(0.05)
+
+
 def _interrupted(cmd: list, ignore_sigint: bool = False, wait: float = 20.0) -> subprocess.CompletedProcess:
     """Starts a run that would take hours, sends it SIGINT once it is under way, and
     returns how it ended (or kills it if it did not end within ``wait`` s: returncode None)."""
@@ -200,7 +219,7 @@ def _interrupted(cmd: list, ignore_sigint: bool = False, wait: float = 20.0) -> 
 
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                          preexec_fn=ignore if ignore_sigint else None)
-    time.sleep(3.0)  # past Python's start and the scenario's parse, into the run
+    _wait_until_in_the_run(p)
     assert p.poll() is None, p.communicate()
     p.send_signal(signal.SIGINT)
     try:
