@@ -1,5 +1,5 @@
 """``python -m vcpulab``: the same as the ``vcpulab`` command."""
 
-from .cli import main
+from .cli import exit_with, main
 
-raise SystemExit(main())
+exit_with(main())

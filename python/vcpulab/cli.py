@@ -18,6 +18,7 @@ from ._native import NotFoundError, ScenarioError, SimulationError
 from ._format import json_text
 
 EXIT_OK = 0
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a program Ctrl-C ended
 EXIT_SIM_FAILED = 1
 EXIT_USAGE = 2
 
@@ -364,8 +365,28 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_SIM_FAILED
     except KeyboardInterrupt:
         _err("vcpulab: interrupted")
-        return 130
+        return EXIT_INTERRUPTED
+
+
+def exit_with(status: int) -> None:
+    """Ends the process with ``status``, as the command-line entry points do. An
+    interrupted run ends by SIGINT's default action rather than by ``exit(130)`` (the
+    shell still reports 130), so that a calling shell sees the Ctrl-C and stops too: a
+    loop ``for s in 1 2 3; do vcpulab run ...; done`` ends instead of going on to its
+    next run, as it would for a program that exits normally."""
+    if status == EXIT_INTERRUPTED and os.name == "posix":
+        import atexit
+        import signal
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # What Python's own exit does before it ends by SIGINT on an unhandled
+        # KeyboardInterrupt: the exit handlers (multiprocessing's among them) run first.
+        atexit._run_exitfuncs()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    sys.exit(status)
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    exit_with(main())

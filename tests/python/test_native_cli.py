@@ -114,7 +114,7 @@ def test_hands_over_every_argument_to_the_chosen_interpreter(tmp_path: Path):
     assert p.returncode == 7
     flag, code, *rest = p.stdout.decode().split("|")[:-1]
     assert (flag, rest) == ("-c", ["validate", "a b.toml", "--force"])
-    assert "from vcpulab.cli import main" in code
+    assert "from vcpulab.cli import exit_with, main" in code and "exit_with(main())" in code
     # The form it runs itself does not start Python at all.
     p = subprocess.run([VCPULAB, "--version"], capture_output=True, env=env, timeout=60)
     assert p.returncode == 0 and p.stdout.startswith(b"vcpulab ")
@@ -189,20 +189,23 @@ def test_a_failed_write_is_an_error_not_silence(scenarios):
     assert (native.returncode, native.stderr) == (python.returncode, python.stderr)
 
 
-def _wait_until_in_the_run(p: subprocess.Popen) -> None:
+def _wait_until_in_the_run(pid: int) -> None:
     """Until the process has used 1.5 s of CPU: past Python's start and imports (~0.3 s)
     and the scenario's parse, into the run, however loaded the machine is. (A SIGINT
     during Python's imports would give a traceback instead of the CLI's message.)"""
     import time
 
-    stat = Path(f"/proc/{p.pid}/stat")
+    stat = Path(f"/proc/{pid}/stat")
     if not stat.exists():  # no procfs (macOS): a generous fixed wait
         time.sleep(5.0)
         return
     tick = os.sysconf("SC_CLK_TCK")
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and p.poll() is None:
-        fields = stat.read_text().rsplit(")", 1)[1].split()
+    while time.monotonic() < deadline:
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # it ended
+            return
         if (int(fields[11]) + int(fields[12])) / tick >= 1.5:  # utime + stime
             return
         time.sleep(0.05)
@@ -219,7 +222,7 @@ def _interrupted(cmd: list, ignore_sigint: bool = False, wait: float = 20.0) -> 
 
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                          preexec_fn=ignore if ignore_sigint else None)
-    _wait_until_in_the_run(p)
+    _wait_until_in_the_run(p.pid)
     assert p.poll() is None, p.communicate()
     p.send_signal(signal.SIGINT)
     try:
@@ -234,12 +237,15 @@ def _interrupted(cmd: list, ignore_sigint: bool = False, wait: float = 20.0) -> 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT handling is Unix-only")
 def test_ctrl_c_ends_a_run_at_once_as_in_python(scenarios):
     """The run stops within the 20 s allowed (it would take hours), with the Python
-    CLI's line and status, and nothing on stdout. Through Python this needs the
+    CLI's line and end, and nothing on stdout. Through Python this needs the
     extension to run the interpreter's signal handlers during the run."""
+    import signal
+
     args = ["run", str(scenarios["huge"]), "--json", "--force"]
     native = _interrupted([VCPULAB, *args])
     python = _interrupted([sys.executable, "-m", "vcpulab", *args])
-    assert (native.returncode, native.stderr, native.stdout) == (130, b"vcpulab: interrupted\n", b"")
+    # Ended by SIGINT after the message (a shell reports 130 and stops its loop).
+    assert (native.returncode, native.stderr, native.stdout) == (-signal.SIGINT, b"vcpulab: interrupted\n", b"")
     _same(native, python)
 
 
@@ -247,3 +253,47 @@ def test_ctrl_c_ends_a_run_at_once_as_in_python(scenarios):
 def test_an_ignored_sigint_stays_ignored(scenarios):
     native = _interrupted([VCPULAB, "run", str(scenarios["huge"]), "--json", "--force"], ignore_sigint=True, wait=2.0)
     assert native.returncode is None, (native.returncode, native.stderr)
+
+
+def _first_child(pid: int) -> int | None:
+    """The first child process of ``pid``, once it has one (Linux's /proc), else None."""
+    import time
+
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    deadline = time.monotonic() + 60
+    while children.exists() and time.monotonic() < deadline:
+        pids = children.read_text().split()
+        if pids:
+            return int(pids[0])
+        time.sleep(0.05)
+    return None
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT handling is Unix-only")
+def test_ctrl_c_stops_a_shell_loop_of_runs(scenarios, tmp_path: Path):
+    """Both CLIs end by SIGINT after their message, so the calling shell sees the Ctrl-C
+    and leaves its loop (an exit(130) would make bash go on to the next iteration)."""
+    import shutil
+    import signal
+
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("needs bash")
+    for cli in (f'"{VCPULAB}"', f'"{sys.executable}" -m vcpulab'):
+        log = tmp_path / "loop.log"
+        loop = (f'for i in 1 2; do echo "start $i" >> "{log}"; {cli} run "{scenarios["huge"]}" --json --force '
+                f'> /dev/null; done; echo "after the loop" >> "{log}"')
+        # bash -c runs the loop with job control off: the commands get SIGINT as from a
+        # terminal's Ctrl-C (sent here to the whole process group).
+        p = subprocess.Popen([bash, "-c", loop], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL, start_new_session=True)
+        child = _first_child(p.pid)
+        if child is None:
+            p.kill()
+            pytest.skip("cannot see the loop's child process (no /proc children file)")
+        _wait_until_in_the_run(child)
+        os.killpg(p.pid, signal.SIGINT)
+        _, err = p.communicate(timeout=30)
+        assert log.read_text() == "start 1\n", (cli, log.read_text(), err)
+        assert p.returncode == 128 + signal.SIGINT or p.returncode == -signal.SIGINT, (cli, p.returncode, err)
+        log.unlink()

@@ -19,9 +19,9 @@
 //! reported here, with the Python CLI's messages and statuses: a simulation that fails
 //! while running (exit 1; a long run is not repeated just to fail again), and a failed
 //! write of the output (exit 2; a closed pipe exits 1 silently). Ctrl-C during a native
-//! run ends it as it ends the Python CLI's: "vcpulab: interrupted" on stderr and exit
-//! status 130 (on Unix; elsewhere, and while the output is being written, the signal's
-//! default action ends it). The output is UTF-8 with `\n` line ends whatever the locale or
+//! run ends it as it ends the Python CLI's: "vcpulab: interrupted" on stderr, then
+//! SIGINT's default action, which a shell reports as status 130 (on Unix; elsewhere, and
+//! while the output is being written, the default action alone ends it). The output is UTF-8 with `\n` line ends whatever the locale or
 //! platform.
 //!
 //! Which Python: `VCPULAB_PYTHON` if set; else the interpreter beside this executable
@@ -146,7 +146,7 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// Ctrl-C during a native run ends it as it ends the Python CLI's: the run stops within
 /// a few ms, nothing is written to stdout, "vcpulab: interrupted" goes to stderr, and the
-/// exit status is 130. The handler only sets a flag (async-signal-safe). It is in place
+/// process ends by SIGINT (status 130 in a shell). The handler only sets a flag (async-signal-safe). It is in place
 /// for the run alone (`Interrupts::catch` .. `release`); a Ctrl-C while the summary is
 /// written ends the process by the default action, since a write blocked on a full pipe
 /// would never see the flag.
@@ -156,6 +156,7 @@ mod interrupts {
     use std::os::raw::c_int;
 
     const SIGINT: c_int = 2; // the same number on Linux, the BSDs and macOS
+    const SIG_DFL: usize = 0;
     const SIG_IGN: usize = 1;
     extern "C" {
         fn signal(signum: c_int, handler: usize) -> usize;
@@ -186,6 +187,22 @@ mod interrupts {
         }
     }
 
+    /// Ends the process by SIGINT's default action, as Python ends on an unhandled
+    /// KeyboardInterrupt: the shell reports status 130 and, seeing the Ctrl-C, stops a
+    /// loop that ran this command instead of going on to its next iteration.
+    pub fn die_of_sigint() {
+        extern "C" {
+            #[link_name = "raise"]
+            fn raise_signal(signum: c_int) -> c_int;
+        }
+        // SAFETY: resets SIGINT to its default action, then sends it to this thread;
+        // stdout and stderr are unbuffered or flushed by then.
+        unsafe {
+            signal(SIGINT, SIG_DFL);
+            raise_signal(SIGINT);
+        }
+    }
+
     /// Puts the previous disposition back.
     pub fn release(caught: Caught) {
         if let Some(previous) = caught.0 {
@@ -204,6 +221,7 @@ mod interrupts {
         Caught
     }
     pub fn release(_: Caught) {}
+    pub fn die_of_sigint() {}
 }
 
 /// Runs the scenario and writes its summary JSON. `Err(())` when the command line must
@@ -255,6 +273,7 @@ fn fast_run(run: &FastRun) -> Result<ExitCode, ()> {
         }
         Err(Error::Interrupted) => {
             eprintln!("vcpulab: interrupted");
+            interrupts::die_of_sigint();
             Ok(ExitCode::from(EXIT_INTERRUPTED))
         }
         // Refused before running (too long, bad trace window) or another input error.
@@ -282,8 +301,8 @@ fn os_error_message(e: &std::io::Error) -> String {
 /// package; pip's console scripts did not do that either).
 const PYTHON_MAIN: &str = "import sys\n\
     if sys.path and sys.path[0] == '':\n    del sys.path[0]\n\
-    from vcpulab.cli import main\n\
-    sys.exit(main())\n";
+    from vcpulab.cli import exit_with, main\n\
+    exit_with(main())\n";
 
 /// Interpreters to try for the Python CLI, in order (see the module comment).
 fn python_candidates() -> Vec<PathBuf> {
