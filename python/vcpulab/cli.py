@@ -33,7 +33,8 @@ examples:
   vcpulab reproduce                         run every built-in reproduction
   vcpulab reproduce hyperv-root --json      one experiment, rows as JSON
 
-exit status: 0 ok, 1 a simulation failed, 2 bad input (scenario, name, file, usage).
+exit status: 0 ok, 1 a simulation failed, 2 bad input (scenario, name, file, usage),
+130 interrupted (Ctrl-C stops a run within milliseconds).
 """
 
 RUN_EPILOG = """\

@@ -6,8 +6,10 @@ byte, on the forms it runs and on those it hands over."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -193,8 +195,6 @@ def _wait_until_in_the_run(pid: int) -> None:
     """Until the process has used 1.5 s of CPU: past Python's start and imports (~0.3 s)
     and the scenario's parse, into the run, however loaded the machine is. (A SIGINT
     during Python's imports would give a traceback instead of the CLI's message.)"""
-    import time
-
     stat = Path(f"/proc/{pid}/stat")
     if not stat.exists():  # no procfs (macOS): a generous fixed wait
         time.sleep(5.0)
@@ -214,9 +214,6 @@ def _wait_until_in_the_run(pid: int) -> None:
 def _interrupted(cmd: list, ignore_sigint: bool = False, wait: float = 20.0) -> subprocess.CompletedProcess:
     """Starts a run that would take hours, sends it SIGINT once it is under way, and
     returns how it ended (or kills it if it did not end within ``wait`` s: returncode None)."""
-    import signal
-    import time
-
     def ignore():  # what a non-interactive shell does for a background job
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
@@ -239,8 +236,6 @@ def test_ctrl_c_ends_a_run_at_once_as_in_python(scenarios):
     """The run stops within the 20 s allowed (it would take hours), with the Python
     CLI's line and end, and nothing on stdout. Through Python this needs the
     extension to run the interpreter's signal handlers during the run."""
-    import signal
-
     args = ["run", str(scenarios["huge"]), "--json", "--force"]
     native = _interrupted([VCPULAB, *args])
     python = _interrupted([sys.executable, "-m", "vcpulab", *args])
@@ -257,8 +252,6 @@ def test_an_ignored_sigint_stays_ignored(scenarios):
 
 def _first_child(pid: int) -> int | None:
     """The first child process of ``pid``, once it has one (Linux's /proc), else None."""
-    import time
-
     children = Path(f"/proc/{pid}/task/{pid}/children")
     deadline = time.monotonic() + 60
     while children.exists() and time.monotonic() < deadline:
@@ -274,8 +267,6 @@ def test_ctrl_c_stops_a_shell_loop_of_runs(scenarios, tmp_path: Path):
     """Both CLIs end by SIGINT after their message, so the calling shell sees the Ctrl-C
     and leaves its loop (an exit(130) would make bash go on to the next iteration)."""
     import shutil
-    import signal
-
     bash = shutil.which("bash")
     if bash is None:
         pytest.skip("needs bash")

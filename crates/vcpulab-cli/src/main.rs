@@ -21,8 +21,8 @@
 //! write of the output (exit 2; a closed pipe exits 1 silently). Ctrl-C during a native
 //! run ends it as it ends the Python CLI's: "vcpulab: interrupted" on stderr, then
 //! SIGINT's default action, which a shell reports as status 130 (on Unix; elsewhere, and
-//! while the output is being written, the default action alone ends it). The output is UTF-8 with `\n` line ends whatever the locale or
-//! platform.
+//! while the output is being written, the default action alone ends it). The output is
+//! UTF-8 with `\n` line ends whatever the locale or platform.
 //!
 //! Which Python: `VCPULAB_PYTHON` if set; else the interpreter beside this executable
 //! (`python3.X` of the version that built it, then `python3`, `python`: the layout of a
@@ -146,10 +146,10 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// Ctrl-C during a native run ends it as it ends the Python CLI's: the run stops within
 /// a few ms, nothing is written to stdout, "vcpulab: interrupted" goes to stderr, and the
-/// process ends by SIGINT (status 130 in a shell). The handler only sets a flag (async-signal-safe). It is in place
-/// for the run alone (`Interrupts::catch` .. `release`); a Ctrl-C while the summary is
-/// written ends the process by the default action, since a write blocked on a full pipe
-/// would never see the flag.
+/// process ends by SIGINT (status 130 in a shell). The handler only sets a flag
+/// (async-signal-safe). It is in place for the run alone (`catch` .. `release`); a Ctrl-C
+/// while the summary is written ends the process by the default action, since a write
+/// blocked on a full pipe would never see the flag.
 #[cfg(unix)]
 mod interrupts {
     use super::{Ordering, INTERRUPTED};
