@@ -66,32 +66,36 @@ _presets = st.one_of(
     st.fixed_dictionaries({"kind": st.sampled_from(["ebizzy", "pbzip2", "hackbench", "dbench", "vips", "raytrace"]),
                            "work": st.sampled_from([0.1, 0.5, 1.0])}),
 )
-_schedulers = st.one_of(
-    st.fixed_dictionaries({"name": st.just("rr"), "slice": _dur_us(50, 5000)}),
-    st.fixed_dictionaries({"name": st.just("hyperv-root")}),
-    st.fixed_dictionaries({"name": st.sampled_from(["hyperv-classic", "hyperv-core"]),
-                           "timeslice": _dur_us(500, 20000), "wakeup_granularity": _dur_us(100, 5000)}),
-    st.fixed_dictionaries({"name": st.just("cfs"), "tick": _dur_us(500, 4000),
-                           "group_per_vm": st.booleans(), "wakeup_preemption": st.booleans()}),
-    st.fixed_dictionaries({"name": st.just("eevdf"), "base_slice": _dur_us(100, 3000),
-                           "group_per_vm": st.booleans(), "buddy_rule": st.sampled_from(["6.14", "6.6"])}),
-    st.fixed_dictionaries({"name": st.just("credit"), "tslice_ms": st.integers(3, 60),
-                           "ratelimit_us": st.sampled_from([0, 100, 1000])}),
+# Parameter ranges per scheduler, chosen to keep the rules between its parameters. Every
+# registered scheduler takes part (`vcpulab.schedulers()`); one without ranges here runs
+# with its defaults.
+_HYPERV_TYPE1 = {"timeslice": _dur_us(500, 20000), "wakeup_granularity": _dur_us(100, 5000)}
+_PARAM_RANGES = {
+    "rr": {"slice": _dur_us(50, 5000)},
+    "hyperv-classic": _HYPERV_TYPE1,
+    "hyperv-core": _HYPERV_TYPE1,
+    "cfs": {"tick": _dur_us(500, 4000), "group_per_vm": st.booleans(), "wakeup_preemption": st.booleans()},
+    "eevdf": {"base_slice": _dur_us(100, 3000), "group_per_vm": st.booleans(),
+              "buddy_rule": st.sampled_from(["6.14", "6.6"])},
+    "credit": {"tslice_ms": st.integers(3, 60), "ratelimit_us": st.sampled_from([0, 100, 1000])},
     # FLMS: the rate limit may not exceed the short slice (1000 us at most here).
-    st.fixed_dictionaries({"name": st.just("flms"), "tslice_ms": st.integers(3, 60),
-                           "ratelimit_us": st.sampled_from([0, 100]),
-                           "short_slice_us": st.sampled_from([100, 500, 1000]),
-                           "balance_a": st.integers(0, 100), "balance_b": st.integers(0, 200)}),
+    "flms": {"tslice_ms": st.integers(3, 60), "ratelimit_us": st.sampled_from([0, 100]),
+             "short_slice_us": st.sampled_from([100, 500, 1000]),
+             "balance_a": st.integers(0, 100), "balance_b": st.integers(0, 200)},
     # Micro slices (tslice_ms / slicing_factor >= 1 ms) never shorter than the rate limit.
-    st.fixed_dictionaries({"name": st.just("vslicer"), "tslice_ms": st.integers(6, 60),
-                           "slicing_factor": st.integers(1, 6), "ratelimit_us": st.sampled_from([0, 100, 1000])}),
-    st.fixed_dictionaries({"name": st.just("vturbo"), "tslice_ms": st.integers(3, 60),
-                           "ratelimit_us": st.sampled_from([0, 100, 1000]), "turbo_slice_us": st.integers(1, 3000)}),
-    st.fixed_dictionaries({"name": st.just("io-bound"), "tslice_ms": st.integers(3, 60),
-                           "ratelimit_us": st.sampled_from([0, 100, 1000])}),
-)
+    "vslicer": {"tslice_ms": st.integers(6, 60), "slicing_factor": st.integers(1, 6),
+                "ratelimit_us": st.sampled_from([0, 100, 1000])},
+    "vturbo": {"tslice_ms": st.integers(3, 60), "ratelimit_us": st.sampled_from([0, 100, 1000]),
+               "turbo_slice_us": st.integers(1, 3000)},
+    "io-bound": {"tslice_ms": st.integers(3, 60), "ratelimit_us": st.sampled_from([0, 100, 1000])},
+}
+_REGISTERED = vcpulab.schedulers()
+_schedulers = st.one_of([
+    st.fixed_dictionaries({"name": st.just(s["name"]), **_PARAM_RANGES.get(s["name"], {})})
+    for s in _REGISTERED
+])
 # Schedulers that reserve pCPUs (one by default) for latency vCPUs need a host of two.
-_RESERVING = ("vturbo", "io-bound")
+_RESERVING = {s["name"] for s in _REGISTERED if s["properties"]["pools"] == "reserved"}
 _kvm = st.one_of(
     st.none(),
     st.fixed_dictionaries({
@@ -284,3 +288,34 @@ def test_vm_order_does_not_matter_with_disjoint_affinities_under_rr(sc, rnd):
     assert base.keys() == other.keys()
     for name in base:
         assert other[name] == base[name], f"{name} changed when the VMs were listed as {[v['name'] for v in shuffled['vm']]}"
+
+
+# ------------------------------------------------------------- every scheduler
+#
+# The random scenarios above draw from every registered scheduler; these make sure each
+# one runs at least once, whatever the draws.
+
+
+def test_parameter_ranges_name_registered_schedulers_and_parameters():
+    params = {s["name"]: {p["name"] for p in s["params"]} for s in _REGISTERED}
+    for name, ranges in _PARAM_RANGES.items():
+        assert name in params, f"{name} is not a registered scheduler"
+        assert set(ranges) <= params[name], (name, set(ranges) - params[name])
+
+
+@pytest.mark.parametrize("name", [s["name"] for s in _REGISTERED])
+def test_every_registered_scheduler_keeps_the_identities(name):
+    # 6 vCPUs on 4 pCPUs (two for schedulers that reserve one), latency vCPUs included.
+    sc = {
+        "name": "each", "duration": "60ms", "warmup": "10ms", "seed": 5,
+        "host": {"cores_per_socket": 2, "threads_per_core": 2},
+        "scheduler": {"name": name},
+        "vm": [
+            {"name": "lat", "vcpus": 2, "class": "mixvm", "workload": [
+                {"kind": "program", "threads": 2,
+                 "ops": [{"op": "compute", "duration": "200us"}, {"op": "io", "latency": "300us"}]}]},
+            {"name": "hog", "vcpus": 4, "workload": [{"kind": "stress-ng", "threads": 4}]},
+        ],
+    }
+    res = vcpulab.run(sc, check_invariants=True)
+    check_identities(res.summary)

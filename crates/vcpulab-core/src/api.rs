@@ -201,7 +201,6 @@ impl serde_json::ser::Formatter for Pretty {
     }
 }
 
-/// `vcpulab schedulers --json`: name, description and parameters of each scheduler.
 /// The workload kinds (`program` and the presets) as JSON: `[{name, description}]`.
 pub fn workload_kinds_json() -> String {
     let list: Vec<serde_json::Value> = crate::workload::PRESETS
@@ -211,6 +210,8 @@ pub fn workload_kinds_json() -> String {
     serde_json::Value::Array(list).to_string()
 }
 
+/// `vcpulab schedulers --json`: name, description, parameters and properties (what tests
+/// filter on) of each scheduler.
 pub fn schedulers_json() -> String {
     let list: Vec<serde_json::Value> = sched::REGISTRY
         .iter()
@@ -221,6 +222,11 @@ pub fn schedulers_json() -> String {
                 "params": e.params.iter().map(|p| serde_json::json!({
                     "name": p.name, "type": p.kind.name(), "default": p.default, "help": p.help,
                 })).collect::<Vec<_>>(),
+                "properties": {
+                    "time_sharing": e.properties.time_sharing,
+                    "credit_accounting": e.properties.credit_accounting,
+                    "pools": e.properties.pools.name(),
+                },
             })
         })
         .collect();
@@ -290,18 +296,6 @@ impl EventEstimate {
     }
 }
 
-/// The scheduler parameters that set how often a pCPU gets a scheduler event.
-fn periodic_params(sched: &str) -> &'static [&'static str] {
-    match sched {
-        "rr" => &["slice"],
-        "hyperv-root" => &["quantum", "clock_interval"],
-        "hyperv-classic" | "hyperv-core" => &["timeslice"],
-        "cfs" => &["tick", "min_granularity"],
-        "eevdf" => &["tick", "base_slice"],
-        _ => &[],
-    }
-}
-
 /// Estimates the events a run of `sc` takes (see `EventEstimate`). Cheap: no simulation.
 pub fn estimate_parts(sc: &Scenario) -> EventEstimate {
     use crate::workload::{Arrivals, Op};
@@ -310,28 +304,10 @@ pub fn estimate_parts(sc: &Scenario) -> EventEstimate {
     let pcpus = sc.host.ncpus() as f64;
     let base_ghz = sc.host.base_ghz;
 
-    // Scheduler: the smallest periodic parameter (value given, else the default).
-    let mut period = f64::INFINITY;
-    if let Some(entry) = sched::REGISTRY.iter().find(|e| e.name == sc.scheduler.name) {
-        for p in entry
-            .params
-            .iter()
-            .filter(|p| periodic_params(entry.name).contains(&p.name))
-        {
-            let text = sc
-                .scheduler
-                .params
-                .get(p.name)
-                .and_then(|v| v.as_str())
-                .unwrap_or(p.default);
-            if let Ok(d) = crate::time::parse_duration(text) {
-                period = period.min(d.ns().max(1) as f64);
-            }
-        }
-    }
-    if sc.scheduler.name == "credit" || sc.scheduler.name == "flms" {
-        period = period.min(sched::credit::tick_ns(&sc.scheduler.params) as f64);
-    }
+    // Scheduler: its shortest periodic interval (parameters given, else the defaults).
+    let period = sched::find(&sc.scheduler.name)
+        .and_then(|e| e.event_period(&sc.scheduler.params))
+        .map_or(f64::INFINITY, |d| d.ns().max(1) as f64);
     let scheduler = if period.is_finite() {
         pcpus * dur / period
     } else {

@@ -61,11 +61,6 @@ utilization = 30
     )
 }
 
-/// Credit and the schedulers built on it (which are Credit when no VM has a class).
-fn credit_based(s: &str) -> bool {
-    matches!(s, "credit" | "flms" | "vslicer" | "vturbo" | "io-bound")
-}
-
 /// Verify that no vCPU runs on two pCPUs at once, that no pCPU runs two vCPUs, and that
 /// affinity is honoured, after every event (the engine's invariant checker), under every
 /// scheduler on a host with SMT, turbo, locks, IPIs, I/O and request arrivals.
@@ -346,16 +341,82 @@ threads = 2
             "{s}: sleepy used {}",
             sum.vms[1].cpu_time_s
         );
+        let props = common::properties(s);
+        if !props.time_sharing {
+            // The idle VM's vCPUs hold both pCPUs for good: the sleeper never runs, so it
+            // never halts either.
+            assert_eq!(sum.vms[1].cpu_time_s, 0.0, "{s}");
+            continue;
+        }
         // Credit's 1 ms rate limit: the hog, put back on the pCPU when the sleeper halted,
         // keeps it for a full 1 ms when the sleeper wakes 990 us later, so this 1 kHz sleeper
         // waits about as long as it sleeps (as on Xen 4.4). It still uses next to no CPU.
-        let halted = if credit_based(s) { 0.9 } else { 1.9 };
+        let halted = if props.credit_accounting { 0.9 } else { 1.9 };
         assert!(
             sum.vms[1].halted_time_s > halted,
             "{s}: {}",
             sum.vms[1].halted_time_s
         );
     }
+}
+
+/// Space sharing (a scheduler that does not time-share, as `null`): each vCPU keeps the
+/// first free pCPU of its affinity for the whole run, so it never migrates and never waits
+/// for it, even after a halt; a vCPU that finds no pCPU free never runs, and waits
+/// throughout.
+#[test]
+fn without_time_sharing_a_vcpu_keeps_one_pcpu_and_the_surplus_never_runs() {
+    let mut tested = 0;
+    for s in common::schedulers_where(|p| !p.time_sharing) {
+        let sc = scenario(&format!(
+            r#"
+duration = "2s"
+[host]
+cores_per_socket = 4
+[scheduler]
+name = "{s}"
+[[vm]]
+name = "hog"
+vcpus = 2
+[[vm.workload]]
+kind = "stress-ng"
+threads = 2
+[[vm]]
+name = "sleepy"
+vcpus = 1
+[[vm.workload]]
+kind = "program"
+ops = [ {{ op = "compute", duration = "100us" }}, {{ op = "sleep", duration = "900us" }} ]
+[[vm]]
+name = "late"
+vcpus = 2
+[[vm.workload]]
+kind = "stress-ng"
+threads = 2
+"#
+        ));
+        let sum = run(&sc, None, &checked()).unwrap_or_else(|e| panic!("{s}: {e}"));
+        let vcpu = |vm: usize, i: usize| &sum.vms[vm].vcpus[i];
+        for (vm, i) in [(0, 0), (0, 1), (1, 0), (2, 0)] {
+            let v = vcpu(vm, i);
+            assert_eq!(v.migrations.total, 0, "{s}: vm {vm} vCPU {i} migrated");
+            assert!(v.wait_time_s < 1e-3, "{s}: vm {vm} vCPU {i} waited {v:?}");
+        }
+        for (vm, i) in [(0, 0), (0, 1), (2, 0)] {
+            assert!(vcpu(vm, i).cpu_time_s > 1.99, "{s}: {:?}", vcpu(vm, i));
+        }
+        // The sleeper's pCPU idles while it sleeps: about 10% busy.
+        let sleepy = vcpu(1, 0);
+        assert!(
+            (sleepy.cpu_time_s / 2.0 - 0.1).abs() < 0.01,
+            "{s}: {sleepy:?}"
+        );
+        let surplus = vcpu(2, 1);
+        assert_eq!(surplus.cpu_time_s, 0.0, "{s}");
+        assert!((surplus.wait_time_s - 2.0).abs() < 1e-9, "{s}: {surplus:?}");
+        tested += 1;
+    }
+    assert!(tested > 0, "no registered scheduler space-shares");
 }
 
 /// Equal CPU hogs get equal shares within 2%.

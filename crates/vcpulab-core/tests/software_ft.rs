@@ -53,11 +53,10 @@ workload = {{ kind = "lookbusy", utilization = 30, adaptive = false }}
 
 /// Pinned threads never run outside their mask, isolated pCPUs run only threads that name
 /// them, and a stopped VM never executes guest code: the engine checks all three after
-/// every event, under every registered scheduler (but vturbo and io-bound, which need a
-/// host layout of their own).
+/// every event, under every registered scheduler.
 #[test]
 fn pinned_and_isolated_threads_and_kemari_stops_hold_under_every_scheduler() {
-    for s in scheduler_names().filter(|s| !matches!(*s, "vturbo" | "io-bound")) {
+    for s in scheduler_names() {
         let sum =
             run(&scenario(&pattern4(s)), None, &checked()).unwrap_or_else(|e| panic!("{s}: {e}"));
         let eval = &sum.vms[0];

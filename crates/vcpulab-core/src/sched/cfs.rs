@@ -146,3 +146,25 @@ pub fn new(p: &Params) -> Fair {
         },
     )
 }
+
+/// `cfs`: `Fair` with the CFS policy. Its periodic events are ticks and, with a task
+/// waiting, slice ends, no shorter than `min_granularity`.
+pub struct Cfs;
+
+impl super::Registered for Cfs {
+    type Sched = Fair;
+    const NAME: &'static str = "cfs";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const PARAMS: &'static [ParamInfo] = PARAMS;
+    const PROPERTIES: super::Properties = super::Properties {
+        time_sharing: true,
+        credit_accounting: false,
+        pools: super::Pools::None,
+    };
+    fn build(p: &Params) -> Fair {
+        new(p)
+    }
+    fn event_period(p: &Params) -> Option<crate::time::SimDuration> {
+        Some(p.duration("tick").min(p.duration("min_granularity")))
+    }
+}

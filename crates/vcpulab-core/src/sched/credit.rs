@@ -1382,6 +1382,28 @@ impl<P: CreditPolicy> Scheduler for Credit<P> {
     }
 }
 
+/// `credit`: Credit without a policy. Its periodic events are ticks (a third of the slice).
+impl super::Registered for Credit<Plain> {
+    type Sched = Credit<Plain>;
+    const NAME: &'static str = "credit";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const PARAMS: &'static [ParamInfo] = PARAMS;
+    const PROPERTIES: super::Properties = super::Properties {
+        time_sharing: true,
+        credit_accounting: true,
+        pools: super::Pools::None,
+    };
+    fn build(p: &Params) -> Credit<Plain> {
+        Credit::new(p)
+    }
+    fn check_params(t: &Table) -> Res<()> {
+        self::check_params(t)
+    }
+    fn event_period(p: &Params) -> Option<SimDuration> {
+        Some(SimDuration(tick_ns(p.table)))
+    }
+}
+
 /// For unit tests: the Credit-derived scheduler `policy` builds from `table` (parameters
 /// `infos`), started on `view` at time 0.
 #[cfg(test)]

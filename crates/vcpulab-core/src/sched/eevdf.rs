@@ -100,3 +100,25 @@ pub fn new(p: &Params) -> Fair {
         },
     )
 }
+
+/// `eevdf`: `Fair` with the EEVDF policy. Its periodic events are ticks and slice ends
+/// (`base_slice`).
+pub struct Eevdf;
+
+impl super::Registered for Eevdf {
+    type Sched = Fair;
+    const NAME: &'static str = "eevdf";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const PARAMS: &'static [ParamInfo] = PARAMS;
+    const PROPERTIES: super::Properties = super::Properties {
+        time_sharing: true,
+        credit_accounting: false,
+        pools: super::Pools::None,
+    };
+    fn build(p: &Params) -> Fair {
+        new(p)
+    }
+    fn event_period(p: &Params) -> Option<crate::time::SimDuration> {
+        Some(p.duration("tick").min(p.duration("base_slice")))
+    }
+}

@@ -771,6 +771,29 @@ fn candidates<'a>(
         .filter(move |&t| c.pool[t as usize].contains(cpu))
 }
 
+/// `flms`: Credit with the FLMS policy. Its periodic events are Credit's ticks (short
+/// slices end only where latency vCPUs run).
+impl super::Registered for Flms {
+    type Sched = Credit<Flms>;
+    const NAME: &'static str = "flms";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const PARAMS: &'static [ParamInfo] = PARAMS;
+    const PROPERTIES: super::Properties = super::Properties {
+        time_sharing: true,
+        credit_accounting: true,
+        pools: super::Pools::Resized,
+    };
+    fn build(p: &Params) -> Credit<Flms> {
+        Credit::with_policy(p, Flms::new(p))
+    }
+    fn check_params(t: &Table) -> Res<()> {
+        self::check_params(t)
+    }
+    fn event_period(p: &Params) -> Option<crate::time::SimDuration> {
+        Some(crate::time::SimDuration(credit::tick_ns(p.table)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

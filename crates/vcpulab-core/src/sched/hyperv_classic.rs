@@ -440,3 +440,22 @@ impl Scheduler for HyperVClassic {
         Some(super::proportional_share_bound(view, self.timeslice))
     }
 }
+
+/// `hyperv-classic`: slice ends (`timeslice`).
+impl super::Registered for HyperVClassic {
+    type Sched = HyperVClassic;
+    const NAME: &'static str = "hyperv-classic";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const PARAMS: &'static [ParamInfo] = PARAMS;
+    const PROPERTIES: super::Properties = super::Properties {
+        time_sharing: true,
+        credit_accounting: false,
+        pools: super::Pools::None,
+    };
+    fn build(p: &Params) -> HyperVClassic {
+        HyperVClassic::new(p)
+    }
+    fn event_period(p: &Params) -> Option<SimDuration> {
+        Some(p.duration("timeslice"))
+    }
+}

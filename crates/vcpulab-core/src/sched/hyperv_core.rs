@@ -465,3 +465,22 @@ impl Scheduler for HyperVCore {
         Ok(())
     }
 }
+
+/// `hyperv-core`: slice ends (`timeslice`).
+impl super::Registered for HyperVCore {
+    type Sched = HyperVCore;
+    const NAME: &'static str = "hyperv-core";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const PARAMS: &'static [ParamInfo] = PARAMS;
+    const PROPERTIES: super::Properties = super::Properties {
+        time_sharing: true,
+        credit_accounting: false,
+        pools: super::Pools::None,
+    };
+    fn build(p: &Params) -> HyperVCore {
+        HyperVCore::new(p)
+    }
+    fn event_period(p: &Params) -> Option<SimDuration> {
+        Some(p.duration("timeslice"))
+    }
+}

@@ -447,3 +447,22 @@ impl Scheduler for HyperVRoot {
         ))
     }
 }
+
+/// `hyperv-root`: quantum ends, noticed at clock ticks.
+impl super::Registered for HyperVRoot {
+    type Sched = HyperVRoot;
+    const NAME: &'static str = "hyperv-root";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const PARAMS: &'static [ParamInfo] = PARAMS;
+    const PROPERTIES: super::Properties = super::Properties {
+        time_sharing: true,
+        credit_accounting: false,
+        pools: super::Pools::None,
+    };
+    fn build(p: &Params) -> HyperVRoot {
+        HyperVRoot::new(p)
+    }
+    fn event_period(p: &Params) -> Option<SimDuration> {
+        Some(p.duration("quantum").min(p.duration("clock_interval")))
+    }
+}

@@ -261,6 +261,31 @@ impl CreditPolicy for IoBound {
     }
 }
 
+/// `io-bound`: Credit with reserved pCPUs. Its periodic events are Credit's ticks.
+impl super::Registered for IoBound {
+    type Sched = Credit<IoBound>;
+    const NAME: &'static str = "io-bound";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const PARAMS: &'static [ParamInfo] = PARAMS;
+    const PROPERTIES: super::Properties = super::Properties {
+        time_sharing: true,
+        credit_accounting: true,
+        pools: super::Pools::Reserved,
+    };
+    fn build(p: &Params) -> Credit<IoBound> {
+        Credit::with_policy(p, IoBound::new(p))
+    }
+    fn check_params(t: &Table) -> Res<()> {
+        super::credit::check_params(t)
+    }
+    fn check_host(t: &Table, ncpus: usize) -> Res<()> {
+        self::check_host(t, ncpus)
+    }
+    fn event_period(p: &Params) -> Option<SimDuration> {
+        Some(SimDuration(super::credit::tick_ns(p.table)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,5 +1,6 @@
 //! Host schedulers: the ops table every scheduler implements, the view of the host it
-//! gets, and the registry (one line per scheduler) that also feeds `--help` and Python.
+//! gets, and the list of schedulers (`schedulers!`, one line each; the machinery is in
+//! `registry.rs`) that also feeds `--help` and Python.
 //!
 //! ## Contract between the engine and a scheduler
 //! The engine owns *what runs where* (`SchedView::cpu_curr`) and the guest model; the
@@ -18,21 +19,29 @@
 //! Every hook receives `ctx.now`. Hooks never see partially updated engine state: the
 //! engine applies their requests (reschedules, timers) after the hook returns.
 
-pub mod cfs;
-pub mod credit;
-pub mod eevdf;
 pub mod fair;
-pub mod flms;
-pub mod hyperv_classic;
-pub mod hyperv_core;
-pub mod hyperv_root;
-pub mod io_bound;
-pub mod rr;
-pub mod vslicer;
-pub mod vturbo;
+pub mod registry;
 
-use crate::error::ScenarioError;
-use crate::reader::{Owned, Res, Table};
+pub use registry::{
+    find, validate_for_host, validate_params, Pools, Properties, Registered, SchedulerEntry,
+};
+
+// The schedulers, in the order of `vcpulab schedulers`: one line each (see `registry`).
+registry::schedulers! {
+    rr::Rr,
+    hyperv_root::HyperVRoot,
+    hyperv_classic::HyperVClassic,
+    hyperv_core::HyperVCore,
+    cfs::Cfs,
+    eevdf::Eevdf,
+    credit::Credit,
+    flms::Flms,
+    vslicer::VSlicer,
+    vturbo::VTurbo,
+    io_bound::IoBound,
+    null::Null,
+}
+
 use crate::time::{SimDuration, SimTime};
 use crate::topology::{CpuSet, Topology};
 
@@ -319,193 +328,9 @@ impl<'a> Params<'a> {
     }
 }
 
-/// One registered scheduler.
-pub struct SchedulerEntry {
-    pub name: &'static str,
-    pub description: &'static str,
-    pub params: &'static [ParamInfo],
-}
-
-/// The registry: one line per scheduler. The order is the order of `vcpulab schedulers`.
-pub const REGISTRY: &[SchedulerEntry] = &[
-    SchedulerEntry {
-        name: "rr",
-        description: rr::DESCRIPTION,
-        params: rr::PARAMS,
-    },
-    SchedulerEntry {
-        name: "hyperv-root",
-        description: hyperv_root::DESCRIPTION,
-        params: hyperv_root::PARAMS,
-    },
-    SchedulerEntry {
-        name: "hyperv-classic",
-        description: hyperv_classic::DESCRIPTION,
-        params: hyperv_classic::PARAMS,
-    },
-    SchedulerEntry {
-        name: "hyperv-core",
-        description: hyperv_core::DESCRIPTION,
-        params: hyperv_core::PARAMS,
-    },
-    SchedulerEntry {
-        name: "cfs",
-        description: cfs::DESCRIPTION,
-        params: cfs::PARAMS,
-    },
-    SchedulerEntry {
-        name: "eevdf",
-        description: eevdf::DESCRIPTION,
-        params: eevdf::PARAMS,
-    },
-    SchedulerEntry {
-        name: "credit",
-        description: credit::DESCRIPTION,
-        params: credit::PARAMS,
-    },
-    SchedulerEntry {
-        name: "flms",
-        description: flms::DESCRIPTION,
-        params: flms::PARAMS,
-    },
-    SchedulerEntry {
-        name: "vslicer",
-        description: vslicer::DESCRIPTION,
-        params: vslicer::PARAMS,
-    },
-    SchedulerEntry {
-        name: "vturbo",
-        description: vturbo::DESCRIPTION,
-        params: vturbo::PARAMS,
-    },
-    SchedulerEntry {
-        name: "io-bound",
-        description: io_bound::DESCRIPTION,
-        params: io_bound::PARAMS,
-    },
-];
-
-/// Builds the scheduler named in a scenario and hands it to `f` with its static type, so
-/// the engine is monomorphised per scheduler (no dynamic dispatch on the hot path).
+/// What `with_scheduler` hands the scheduler it built to, with its static type, so the
+/// engine is monomorphised per scheduler (no dynamic dispatch on the hot path).
 pub trait WithScheduler {
     type Output;
     fn call<S: Scheduler>(self, sched: S) -> Self::Output;
-}
-
-pub fn with_scheduler<F: WithScheduler>(name: &str, params: &toml::Table, f: F) -> F::Output {
-    let entry = find(name).expect("validated scheduler name");
-    let p = Params {
-        table: params,
-        infos: entry.params,
-    };
-    match name {
-        "rr" => f.call(rr::Rr::new(&p)),
-        "hyperv-root" => f.call(hyperv_root::HyperVRoot::new(&p)),
-        "hyperv-classic" => f.call(hyperv_classic::HyperVClassic::new(&p)),
-        "hyperv-core" => f.call(hyperv_core::HyperVCore::new(&p)),
-        "cfs" => f.call(cfs::new(&p)),
-        "eevdf" => f.call(eevdf::new(&p)),
-        "credit" => f.call(credit::Credit::new(&p)),
-        "flms" => f.call(credit::Credit::with_policy(&p, flms::Flms::new(&p))),
-        "vslicer" => f.call(credit::Credit::with_policy(&p, vslicer::VSlicer::new(&p))),
-        "vturbo" => f.call(credit::Credit::with_policy(&p, vturbo::VTurbo::new(&p))),
-        "io-bound" => f.call(credit::Credit::with_policy(&p, io_bound::IoBound::new(&p))),
-        _ => unreachable!("scheduler {name} is registered but not constructible"),
-    }
-}
-
-pub fn find(name: &str) -> Option<&'static SchedulerEntry> {
-    REGISTRY.iter().find(|e| e.name == name)
-}
-
-/// Validates the parameters of scheduler `name` (keys and types).
-pub fn validate_params(name: &str, params: &toml::Table, origin: &str, path: &str) -> Res<()> {
-    let Some(entry) = find(name) else {
-        let names: Vec<&str> = REGISTRY.iter().map(|e| e.name).collect();
-        let hint = crate::reader::closest(name, &names)
-            .map(|c| format!(" (did you mean {c:?}?)"))
-            .unwrap_or_default();
-        return Err(ScenarioError::new(
-            origin,
-            format!("{path}.name"),
-            format!(
-                "unknown scheduler {name:?}{hint}; available: {}",
-                names.join(", ")
-            ),
-        ));
-    };
-    let value = toml::Value::Table(params.clone());
-    let table = Table::root(origin, &value)?.with_path(path);
-    for info in entry.params {
-        if let Some(o) = table.get(info.name) {
-            check_param(&o, info)?;
-        }
-    }
-    match name {
-        "credit" | "io-bound" => credit::check_params(&table)?,
-        "vslicer" => vslicer::check_params(&table)?,
-        "vturbo" => vturbo::check_params(&table)?,
-        _ => {}
-    }
-    if name == "flms" {
-        flms::check_params(&table)?;
-    }
-    let mut allowed: Vec<&str> = vec!["name"];
-    allowed.extend(entry.params.iter().map(|p| p.name));
-    table.finish(&allowed).map_err(|e| ScenarioError {
-        message: format!("{} (scheduler {name})", e.message),
-        ..e
-    })
-}
-
-/// Validates the parameters of scheduler `name` that depend on the host (`ncpus` pCPUs):
-/// reserved pCPUs must leave some for the rest. Called after `validate_params`.
-pub fn validate_for_host(
-    name: &str,
-    params: &toml::Table,
-    ncpus: usize,
-    origin: &str,
-    path: &str,
-) -> Res<()> {
-    let value = toml::Value::Table(params.clone());
-    let table = Table::root(origin, &value)?.with_path(path);
-    match name {
-        "vturbo" => vturbo::check_host(&table, ncpus),
-        "io-bound" => io_bound::check_host(&table, ncpus),
-        _ => Ok(()),
-    }
-}
-
-fn check_param(o: &Owned, info: &ParamInfo) -> Res<()> {
-    match info.kind {
-        ParamKind::Duration => {
-            let d = o.duration()?;
-            if d.ns() == 0 {
-                return o.err("must be longer than 0s");
-            }
-        }
-        ParamKind::Int => {
-            o.u64_in(0, 1 << 40)?;
-        }
-        ParamKind::Float => {
-            o.f64_in(0.0, 1e12)?;
-        }
-        ParamKind::Bool => {
-            o.bool()?;
-        }
-        ParamKind::Choice(allowed) => {
-            let v = o.str()?;
-            if !allowed.contains(&v) {
-                return o.err(format!(
-                    "{v:?} is not allowed; allowed: {}",
-                    allowed
-                        .iter()
-                        .map(|a| format!("{a:?}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-            }
-        }
-    }
-    Ok(())
 }

@@ -149,3 +149,22 @@ impl Scheduler for Rr {
         Some(super::turns_bound(self.slice, view.tasks.len() as u64))
     }
 }
+
+/// `rr`: its slice ends are its periodic events.
+impl super::Registered for Rr {
+    type Sched = Rr;
+    const NAME: &'static str = "rr";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const PARAMS: &'static [ParamInfo] = PARAMS;
+    const PROPERTIES: super::Properties = super::Properties {
+        time_sharing: true,
+        credit_accounting: false,
+        pools: super::Pools::None,
+    };
+    fn build(p: &Params) -> Rr {
+        Rr::new(p)
+    }
+    fn event_period(p: &Params) -> Option<SimDuration> {
+        Some(p.duration("slice"))
+    }
+}

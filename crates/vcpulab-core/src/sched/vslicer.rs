@@ -134,3 +134,29 @@ impl CreditPolicy for VSlicer {
         check_pools(c, view, "vslicer")
     }
 }
+
+/// `vslicer`: Credit with micro slices. Its periodic events are Credit's ticks and the
+/// micro slices' ends, as short as a tenth of a millisecond.
+impl super::Registered for VSlicer {
+    type Sched = Credit<VSlicer>;
+    const NAME: &'static str = "vslicer";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const PARAMS: &'static [ParamInfo] = PARAMS;
+    const PROPERTIES: super::Properties = super::Properties {
+        time_sharing: true,
+        credit_accounting: true,
+        pools: super::Pools::None,
+    };
+    fn build(p: &Params) -> Credit<VSlicer> {
+        Credit::with_policy(p, VSlicer::new(p))
+    }
+    fn check_params(t: &Table) -> Res<()> {
+        self::check_params(t)
+    }
+    fn event_period(p: &Params) -> Option<crate::time::SimDuration> {
+        let tick = super::credit::tick_ns(p.table);
+        let tslice = p.int("tslice_ms").max(1) as u64 * NS_PER_MS;
+        let micro = (tslice / p.int("slicing_factor").max(1) as u64).max(NS_PER_MS / 10);
+        Some(crate::time::SimDuration(tick.min(micro)))
+    }
+}

@@ -176,3 +176,29 @@ impl CreditPolicy for VTurbo {
         split_starvation_bound(c.policy.split, credit)
     }
 }
+
+/// `vturbo`: Credit with turbo cores. Its periodic events are counted as Credit's ticks:
+/// the 0.1 ms turbo slices end only on the `turbo_pcpus` turbo cores.
+impl super::Registered for VTurbo {
+    type Sched = Credit<VTurbo>;
+    const NAME: &'static str = "vturbo";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const PARAMS: &'static [ParamInfo] = PARAMS;
+    const PROPERTIES: super::Properties = super::Properties {
+        time_sharing: true,
+        credit_accounting: true,
+        pools: super::Pools::Reserved,
+    };
+    fn build(p: &Params) -> Credit<VTurbo> {
+        Credit::with_policy(p, VTurbo::new(p))
+    }
+    fn check_params(t: &Table) -> Res<()> {
+        self::check_params(t)
+    }
+    fn check_host(t: &Table, ncpus: usize) -> Res<()> {
+        self::check_host(t, ncpus)
+    }
+    fn event_period(p: &Params) -> Option<SimDuration> {
+        Some(SimDuration(super::credit::tick_ns(p.table)))
+    }
+}

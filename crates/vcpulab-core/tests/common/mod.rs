@@ -61,6 +61,24 @@ pub fn scheduler_names() -> impl Iterator<Item = &'static str> {
     vcpulab_core::sched::REGISTRY.iter().map(|e| e.name)
 }
 
+/// The registered schedulers whose properties pass `keep`, in the registry's order: tests
+/// that need a kind of scheduler choose by property, never by name.
+pub fn schedulers_where(
+    keep: impl Fn(&vcpulab_core::sched::Properties) -> bool,
+) -> impl Iterator<Item = &'static str> {
+    vcpulab_core::sched::REGISTRY
+        .iter()
+        .filter(move |e| keep(&e.properties))
+        .map(|e| e.name)
+}
+
+/// The properties the registered scheduler `name` declares.
+pub fn properties(name: &str) -> vcpulab_core::sched::Properties {
+    vcpulab_core::sched::find(name)
+        .unwrap_or_else(|| panic!("no scheduler {name}"))
+        .properties
+}
+
 /// Parses and runs a scenario with invariant checks, panicking on any error.
 pub fn run_checked(text: &str) -> vcpulab_core::summary::Summary {
     vcpulab_core::api::run(&scenario(text), None, &checked()).unwrap_or_else(|e| panic!("{e}"))
