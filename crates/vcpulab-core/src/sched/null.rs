@@ -16,11 +16,11 @@
 //! waitqueue. In Xen it leaves the waitqueue when a pCPU of its affinity becomes free (a
 //! vCPU goes offline or its domain is destroyed, or a pCPU joins the cpupool): the freed
 //! pCPU takes the first waiting vCPU allowed on it. Nothing in a vcpulab run frees a pCPU,
-//! so a waiting vCPU waits to the end: runnable, never running. This is the scheduler's
-//! intended use, not an accident of the model: null.c is written for static set-ups with
-//! no more vCPUs than pCPUs (embedded, HPC, or one cpupool of such a host), where it
-//! removes scheduling overhead and jitter; with more vCPUs than pCPUs the surplus simply
-//! does not run. No starvation bound is promised to the invariant checker.
+//! so a waiting vCPU waits to the end: runnable, never running. That follows from what
+//! the scheduler is for, not from the model: null.c is written for static set-ups with no
+//! more vCPUs than pCPUs (embedded, HPC, or a cpupool of its own), where it keeps the
+//! scheduling overhead as low as it can be; with more vCPUs than pCPUs the surplus does
+//! not run. No starvation bound is promised to the invariant checker.
 //!
 //! **Counters**, one per decision branch: a vCPU placed at start (`insert_assigned`) or
 //! left waiting (`insert_waitqueue`); a wake-up that reschedules the vCPU's pCPU
@@ -34,8 +34,8 @@
 //! None.
 //!
 //! ## Source
-//! Xen's `xen/common/sched/null.c` (Dario Faggioli, 2017; in Xen since 4.9, as
-//! `sched_null.c` until 4.14), read at commit c447b7308b13 (4.23 development, August
+//! Xen's `xen/common/sched/null.c` (Dario Faggioli, 2017; in Xen since 4.9, named
+//! `sched_null.c` before 4.14), read at commit c447b7308b13 (4.23 development, August
 //! 2026): placement on insert (`null_unit_insert` and `pick_res`: the unit's own pCPU if
 //! free and allowed, else the first free pCPU of its affinity, else the waitqueue, whose
 //! units are added at the tail), `null_unit_wake` (a unit in the waitqueue stays there;
