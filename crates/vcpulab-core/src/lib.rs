@@ -21,6 +21,7 @@ pub mod sched;
 pub mod summary;
 pub mod time;
 pub mod topology;
+pub mod vocab;
 pub mod workload;
 
 pub use error::{Error, ScenarioError, SimError};

@@ -7,7 +7,7 @@
 
 use crate::reader::{type_name, Owned, Res, Table};
 use crate::rng::Rng;
-use crate::scenario::LockKind;
+use crate::vocab::LockKind;
 use crate::time::SimDuration;
 
 /// A non-negative random quantity, in nanoseconds of work or time.
