@@ -1,6 +1,7 @@
 //! vcpulab-core: a deterministic discrete-event simulator of virtual-CPU scheduling.
 //!
 //! - [`scenario`]: the scenario schema (TOML / JSON), validated with precise errors.
+//! - [`model`]: a validated scenario compiled for the engine (built once per run).
 //! - [`engine`]: the event loop, host clock model and guest model.
 //! - [`sched`]: host schedulers, one file each, behind one ops-table trait.
 //! - [`repro`]: built-in reproductions of the seed papers' experiments.
@@ -12,6 +13,7 @@ pub mod error;
 pub mod ft;
 pub mod kvm;
 pub mod metrics;
+pub mod model;
 pub mod overrides;
 pub mod reader;
 pub mod repro;

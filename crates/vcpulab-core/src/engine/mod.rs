@@ -28,9 +28,8 @@ pub mod trace;
 use crate::error::SimError;
 use crate::kvm::{grow_window, KvmSpec, Vendor};
 use crate::metrics::{jain, Histogram};
+use crate::model::{HostThreadProgram, Model, RtOp};
 use crate::rng::Rng;
-use crate::scenario::IoDriver;
-use crate::scenario::{HostThreadBody, LockKind, Scenario};
 use crate::sched::{
     CpuId, RunState, SchedCtx, SchedOut, SchedView, Scheduler, TaskId, TaskInfo, YieldRequest,
     YieldResult,
@@ -38,7 +37,8 @@ use crate::sched::{
 use crate::summary::*;
 use crate::time::{u64_as_f64, SimDuration, SimTime};
 use crate::topology::{CpuSet, Distance};
-use crate::workload::{Arrivals, Dist, IpiTargets, Mode, Op};
+use crate::vocab::{IoDriver, LockKind};
+use crate::workload::{Arrivals, IpiTargets, Mode};
 use queue::{EventKind, EventQueue, HELPER_FLUSH_DONE, HELPER_IRQ_ARRIVES};
 use std::collections::BTreeMap;
 use std::collections::VecDeque;
@@ -103,60 +103,6 @@ const WORK_EPSILON: f64 = 1e-6;
 /// A thread completing this many loops without simulated time passing is a model that
 /// cannot make progress (e.g. only zero-length operations).
 const MAX_ZERO_TIME_LOOPS: u32 = 100_000;
-
-/// Engine-level operation: work already converted to base-clock nanoseconds.
-#[derive(Clone, Debug)]
-enum RtOp {
-    Compute {
-        work: Dist,
-        mode: Mode,
-    },
-    Lock {
-        lock: u32,
-        hold: Dist,
-        mode: Mode,
-        shards: u32,
-    },
-    Ipi {
-        targets: IpiTargets,
-    },
-    Io {
-        latency: Dist,
-        write_bytes: u64,
-        window: u32,
-        writeback: bool,
-    },
-    Sleep {
-        duration: Dist,
-    },
-    WaitRequest,
-    Respond,
-    /// Helper threads (see `crate::ft`): take the next job or block.
-    HelperWait,
-    /// Burn the CPU work of the current job.
-    HelperWork,
-    /// Wait for the network transfer and the secondary's acknowledgement.
-    HelperNet,
-    /// Complete the job (resume the VM, release or complete the guest's I/O).
-    HelperDone,
-    /// Kemari with `sync_release`: wait until the write just released has completed.
-    HelperFlush,
-    /// Burn the backend's CPU for the packet taken.
-    PacketWork {
-        per_packet: f64,
-        per_kib: f64,
-    },
-    /// Hand the packet on: into its guest, or out to the network (completing the request).
-    Forward,
-    /// A guest receive path (`rx`): hand the request to its workload's threads.
-    RxDeliver,
-    /// lookbusy's busy phase with its controller (see `Sim::lookbusy_busy_ns`).
-    LookbusySpin {
-        util: f64,
-        first_busy_ns: f64,
-        spinners: u32,
-    },
-}
 
 /// An interrupt the Kemari thread has for a vCPU that must take QEMU's global mutex to
 /// inject it (`global_mutex`): a guest timer, or the completion of a write it held.
@@ -349,70 +295,6 @@ impl WorkloadRt {
             timer_task: NONE,
         }
     }
-}
-
-/// The engine operations of one workload operation (work in base-clock ns).
-fn rt_ops(op: &Op, base_ghz: f64) -> Vec<RtOp> {
-    vec![match op {
-        Op::Compute { work, mode } => RtOp::Compute {
-            work: work.base_ns(base_ghz),
-            mode: *mode,
-        },
-        Op::Lock {
-            lock,
-            hold,
-            mode,
-            shards,
-            ..
-        } => RtOp::Lock {
-            lock: *lock,
-            hold: hold.clone(),
-            mode: *mode,
-            shards: *shards,
-        },
-        Op::Ipi { targets } => RtOp::Ipi {
-            targets: targets.clone(),
-        },
-        Op::Io {
-            latency,
-            write_bytes,
-            window,
-            writeback,
-        } => RtOp::Io {
-            latency: latency.clone(),
-            write_bytes: *write_bytes,
-            window: *window,
-            writeback: *writeback,
-        },
-        Op::Sleep { duration } => RtOp::Sleep {
-            duration: duration.clone(),
-        },
-        Op::WaitRequest => RtOp::WaitRequest,
-        Op::Respond => RtOp::Respond,
-        // A backend waits on its packet queue as a server waits on its request queue.
-        Op::WaitPacket => RtOp::WaitRequest,
-        Op::LookbusySpin {
-            util,
-            first_busy,
-            spinners,
-        } => RtOp::LookbusySpin {
-            util: *util,
-            first_busy_ns: first_busy.base_ns(base_ghz).mean(),
-            spinners: *spinners,
-        },
-        Op::ForwardPacket {
-            per_packet,
-            per_kib,
-        } => {
-            return vec![
-                RtOp::PacketWork {
-                    per_packet: *per_packet,
-                    per_kib: *per_kib,
-                },
-                RtOp::Forward,
-            ]
-        }
-    }]
 }
 
 /// One unit of helper work: a Kemari sync or a DRBD replication.
@@ -659,7 +541,8 @@ struct HostCounters {
     backend_packets: u64,
 }
 
-pub struct Sim<S: Scheduler> {
+pub struct Sim<'m, S: Scheduler> {
+    model: &'m Model,
     sched: S,
     view: SchedView,
     out: SchedOut,
@@ -686,7 +569,6 @@ struct State {
     /// Per VM: base-clock ns a kernel spinlock waiter spins before pv_wait (paravirtual
     /// spinlocks), or infinity.
     vm_pv_spin_ns: Vec<f64>,
-    vm_names: Vec<String>,
     workload_threads: Vec<u32>,
     /// First workload id of each VM.
     vm_workload_base: Vec<u32>,
@@ -768,9 +650,10 @@ macro_rules! ctx {
     };
 }
 
-impl<S: Scheduler> Sim<S> {
-    pub fn new(sc: &Scenario, sched: S, seed: u64, opts: RunOptions) -> Sim<S> {
-        let topo = sc.host.topology();
+impl<'m, S: Scheduler> Sim<'m, S> {
+    pub fn new(model: &'m Model, sched: S, seed: u64, opts: RunOptions) -> Sim<'m, S> {
+        let host = &model.host;
+        let topo = &host.topo;
         let ncpus = topo.ncpus();
         let mut tasks_info = Vec::new();
         let mut tasks = Vec::new();
@@ -781,35 +664,22 @@ impl<S: Scheduler> Sim<S> {
             (vec![], vec![], vec![], vec![]);
         let mut vm_workload_base = vec![];
         let mut default_affinity: Vec<bool> = Vec::new();
-        for (vi, vm) in sc.vms.iter().enumerate() {
+        for (vi, vm) in model.vms.iter().enumerate() {
             vm_workload_base.push(workloads.len() as u32);
             vm_task_base.push(tasks.len() as u32);
             vm_lock_base.push(locks.len() as u32);
             vm_vcpus.push(vm.vcpus);
             vm_timeslice.push(vm.guest_timeslice);
-            let lock_base = locks.len();
-            for _ in &vm.locks {
-                locks.push(Lock {
-                    holder: NONE,
-                    kind: vm.spinlock,
-                    waiters: VecDeque::new(),
-                });
-            }
-            for op in vm.workloads.iter().flat_map(|w| &w.ops) {
-                if let Op::Lock {
-                    lock, kind, shards, ..
-                } = op
-                {
-                    for k in 0..*shards as usize {
-                        locks[lock_base + *lock as usize + k].kind = *kind;
-                    }
-                }
-            }
+            locks.extend(vm.lock_kinds.iter().map(|&kind| Lock {
+                holder: NONE,
+                kind,
+                waiters: VecDeque::new(),
+            }));
             for i in 0..vm.vcpus {
                 default_affinity.push(vm.affinity[i as usize].is_none());
                 let affinity = vm.affinity[i as usize]
                     .clone()
-                    .unwrap_or_else(|| sc.host.default_affinity());
+                    .unwrap_or_else(|| host.default_affinity.clone());
                 tasks_info.push(TaskInfo {
                     vm: vi as u32,
                     index: i,
@@ -817,21 +687,15 @@ impl<S: Scheduler> Sim<S> {
                     weight: vm.weight,
                     cap: vm.cap,
                     class: vm.class,
-                    latency_vcpu: vm.is_latency_vcpu(i),
+                    latency_vcpu: i < vm.latency_vcpus,
                 });
                 tasks.push(Task::new(
                     vi as u32,
-                    sc.kvm.as_ref().map_or(0, |k| k.ple_window),
+                    model.kvm.as_ref().map_or(0, |k| k.ple_window),
                 ));
             }
-            let mut k = 0u32;
             for (wi, w) in vm.workloads.iter().enumerate() {
                 let wid = workloads.len() as u32;
-                let ops = w
-                    .ops
-                    .iter()
-                    .flat_map(|op| rt_ops(op, sc.host.base_ghz))
-                    .collect();
                 let wis = wi.to_string();
                 workloads.push(WorkloadRt {
                     counts_requests: w.counts_requests,
@@ -840,24 +704,19 @@ impl<S: Scheduler> Sim<S> {
                     dirty_bytes_per_ns: w.dirty_bytes_per_ns,
                     request_bytes: w.request_bytes,
                     units_left: w.total_units,
-                    timer_task: if w.kind == "timer-rt" {
-                        vm_task_base[vi] + w.vcpus.as_ref().map_or(k % vm.vcpus, |l| l[0])
+                    timer_task: if w.timer {
+                        vm_task_base[vi] + w.thread_vcpu(0)
                     } else {
                         NONE
                     },
                     ..WorkloadRt::new(
                         vi as u32,
-                        ops,
+                        w.ops.clone(),
                         Rng::derive(seed, &["vm", &vm.name, "workload", &wis, "arrivals"]),
                     )
                 });
                 for ti in 0..w.threads {
-                    let vcpu = match &w.vcpus {
-                        Some(list) => list[ti as usize % list.len()],
-                        None => k % vm.vcpus,
-                    };
-                    let task = vm_task_base[vi] + vcpu;
-                    k += 1;
+                    let task = vm_task_base[vi] + w.thread_vcpu(ti);
                     let tid = threads.len() as u32;
                     threads.push(Thread::new(
                         task,
@@ -875,12 +734,12 @@ impl<S: Scheduler> Sim<S> {
         }
         let n_vcpu_tasks = tasks.len() as u32;
         let n_vm_workloads = workloads.len() as u32;
-        let nvms = sc.vms.len();
+        let nvms = model.vms.len();
         let mut helpers: Vec<HelperRt> = Vec::new();
         let (mut vm_kemari, mut vm_drbd) = (vec![NONE; nvms], vec![NONE; nvms]);
         // Host threads: one task and one thread each. Unowned ones form their own group
         // (VM id nvms) for schedulers that group by VM.
-        for (hi, h) in sc.host_threads.iter().enumerate() {
+        for (hi, h) in model.host_threads.iter().enumerate() {
             let owner = h.vm.unwrap_or(nvms as u32);
             let task = tasks.len() as u32;
             default_affinity.push(h.affinity.is_none());
@@ -890,7 +749,7 @@ impl<S: Scheduler> Sim<S> {
                 affinity: h
                     .affinity
                     .clone()
-                    .unwrap_or_else(|| sc.host.default_affinity()),
+                    .unwrap_or_else(|| host.default_affinity.clone()),
                 weight: h.weight,
                 cap: 0,
                 class: None,
@@ -899,16 +758,9 @@ impl<S: Scheduler> Sim<S> {
             tasks.push(Task::new(owner, 0));
             let wid = workloads.len() as u32;
             let tid = threads.len() as u32;
-            let (ops, helper) = match &h.body {
-                HostThreadBody::Workload(w) => (
-                    // The parser admits compute, sleep, io and netback operations only.
-                    w.ops
-                        .iter()
-                        .flat_map(|op| rt_ops(op, sc.host.base_ghz))
-                        .collect(),
-                    NONE,
-                ),
-                HostThreadBody::Helper(spec) => {
+            let (ops, helper) = match &h.program {
+                HostThreadProgram::Ops(ops) => (ops.clone(), NONE),
+                HostThreadProgram::Helper(spec) => {
                     let id = helpers.len() as u32;
                     match spec {
                         crate::ft::HelperSpec::Kemari { .. } => vm_kemari[owner as usize] = id,
@@ -972,7 +824,7 @@ impl<S: Scheduler> Sim<S> {
         // Guest receive paths (`rx`): one more workload per request-serving workload that
         // has one, after every VM workload and host thread (so their indices stay as the
         // scenario lists them), with one interrupt-priority thread per listed vCPU.
-        for (vi, vm) in sc.vms.iter().enumerate() {
+        for (vi, vm) in model.vms.iter().enumerate() {
             for (wi, w) in vm.workloads.iter().enumerate() {
                 let Some(rx) = &w.rx else { continue };
                 let app = vm_workload_base[vi] + wi as u32;
@@ -1013,23 +865,23 @@ impl<S: Scheduler> Sim<S> {
                 }
             }
         }
-        let any_unowned = sc.host_threads.iter().any(|h| h.vm.is_none());
-        let io_backend = match sc.io_driver {
+        let any_unowned = model.host_threads.iter().any(|h| h.vm.is_none());
+        let io_backend = match model.io_driver {
             None => NONE,
             Some(IoDriver::HostThread(i)) => n_vm_workloads + i,
             Some(IoDriver::Vm { vm, workload }) => vm_workload_base[vm as usize] + workload,
         };
         let ntasks = tasks.len();
-        let turbo = sc.host.turbo_ghz.clone();
+        let turbo = host.turbo_ghz.clone();
 
-        let distinct_clock = turbo.iter().any(|g| *g != sc.host.base_ghz);
-        let smt_active = sc.host.threads_per_core > 1
-            && sc.host.smt_throughput != sc.host.threads_per_core as f64;
+        let distinct_clock = turbo.iter().any(|g| *g != host.base_ghz);
+        let smt_active =
+            topo.threads_per_core > 1 && host.smt_throughput != topo.threads_per_core as f64;
         let view = SchedView {
             cpu_curr: vec![None; ncpus],
             state: vec![RunState::Halted; ntasks],
             tasks: tasks_info,
-            nvms: sc.vms.len() as u32 + any_unowned as u32,
+            nvms: model.vms.len() as u32 + any_unowned as u32,
             topo: topo.clone(),
         };
         let out = SchedOut {
@@ -1040,20 +892,20 @@ impl<S: Scheduler> Sim<S> {
         let idle_speed = if turbo.is_empty() {
             1.0
         } else {
-            turbo[0] / sc.host.base_ghz
+            turbo[0] / host.base_ghz
         };
         let n_all_tasks = tasks.len();
         for (task, info) in tasks.iter_mut().zip(&view.tasks) {
             task.runs_anywhere = info.affinity.len() == ncpus;
         }
-        let io_sync_since = if sc.vms.iter().any(|v| v.elevator_cfq) {
+        let io_sync_since = if model.vms.iter().any(|v| v.cfq) {
             vec![SimTime::MAX; threads.len()]
         } else {
             Vec::new()
         };
         let st = State {
             now: SimTime::ZERO,
-            end: SimTime::ZERO + sc.duration,
+            end: SimTime::ZERO + model.duration,
             seed,
             opts,
             q: EventQueue::with_capacity(ntasks + ncpus + 16),
@@ -1078,16 +930,8 @@ impl<S: Scheduler> Sim<S> {
             vm_task_base,
             vm_vcpus,
             vm_timeslice,
-            vm_pv_spin_ns: sc
-                .vms
-                .iter()
-                .map(|v| {
-                    v.pv_spin_threshold_cycles
-                        .map_or(f64::INFINITY, |c| c / sc.host.base_ghz)
-                })
-                .collect(),
-            vm_names: sc.vms.iter().map(|v| v.name.clone()).collect(),
-            workload_threads: sc
+            vm_pv_spin_ns: model.vms.iter().map(|v| v.pv_spin_ns).collect(),
+            workload_threads: model
                 .vms
                 .iter()
                 .flat_map(|v| v.workloads.iter().map(|w| w.threads))
@@ -1099,17 +943,17 @@ impl<S: Scheduler> Sim<S> {
             global_gen: 0,
             error: None,
             rate_model: distinct_clock || smt_active,
-            base_ghz: sc.host.base_ghz,
+            base_ghz: host.base_ghz,
             turbo,
-            smt_throughput: sc.host.smt_throughput,
+            smt_throughput: host.smt_throughput,
             busy_cores_in_pkg: vec![0; topo.sockets as usize],
             busy_threads_in_core: vec![0; topo.ncores()],
-            costs_switch: sc.host.costs.context_switch,
-            costs_migration: sc.host.costs.migration,
+            costs_switch: host.costs.context_switch,
+            costs_migration: host.costs.migration,
             sched_counters_at_warmup: Vec::new(),
             trace: opts_trace.map(|(a, b)| trace::Tracer::new(SimTime(a), SimTime(b))),
-            kvm: sc.kvm.clone().filter(|k| k.ple),
-            last_boosted: vec![0; sc.vms.len()],
+            kvm: model.kvm.clone().filter(|k| k.ple),
+            last_boosted: vec![0; model.vms.len()],
             streaks: vec![BTreeMap::new(); n_all_tasks],
             boost_to_run: vec![Histogram::default(); n_all_tasks],
             spin_loop_exits: Vec::new(),
@@ -1127,23 +971,26 @@ impl<S: Scheduler> Sim<S> {
             vm_paused_ns: vec![0; nvms],
             vm_syncs: vec![0; nvms],
             vm_dirty: vec![0.0; nvms],
-            vm_cfq: sc.vms.iter().map(|v| v.elevator_cfq).collect(),
+            vm_cfq: model.vms.iter().map(|v| v.cfq).collect(),
             vm_last_delayed_sync_ns: vec![-(crate::time::NS_PER_S as i64); nvms],
             vm_sync_in_flight: vec![0; nvms],
             vm_async_waiters: vec![Vec::new(); nvms],
             io_sync_since,
             default_affinity,
-            isolcpus: sc.host.isolcpus.clone(),
-            costs_ipi: sc.host.costs.ipi,
+            isolcpus: host.isolcpus.clone(),
+            costs_ipi: host.costs.ipi,
         };
         Sim {
+            model,
             sched,
             view,
             out,
             st,
         }
     }
+}
 
+impl<S: Scheduler> Sim<'_, S> {
     /// Asks the CPU to fetch the records the next event will use while this one is
     /// handled. With thousands of vCPUs their task and thread records do not fit the
     /// cache, and each first touch was a miss that the event's handling waited for.
@@ -1193,18 +1040,19 @@ impl<S: Scheduler> Sim<S> {
     }
 
     /// Runs to the end of the scenario and returns the summary.
-    pub fn run(self, sc: &Scenario) -> Result<Summary, SimError> {
-        self.run_full(sc).map(|o| o.summary)
+    pub fn run(self) -> Result<Summary, SimError> {
+        self.run_full().map(|o| o.summary)
     }
 
     /// Runs to the end of the scenario; returns the summary and the trace if asked for.
-    pub fn run_full(mut self, sc: &Scenario) -> Result<RunOutput, SimError> {
+    pub fn run_full(mut self) -> Result<RunOutput, SimError> {
+        let model = self.model;
         self.sched.init(ctx!(self));
         self.apply_out();
         self.st.starvation_bound = self.sched.starvation_bound(&self.view);
         // Every vCPU with guest threads starts runnable (at once, or after its VM's start
         // jitter); the others start halted.
-        for (vi, vm) in sc.vms.iter().enumerate() {
+        for (vi, vm) in model.vms.iter().enumerate() {
             let mut rng = Rng::derive(self.st.seed, &["vm", &vm.name, "start"]);
             for i in 0..vm.vcpus {
                 let t = self.st.vm_task_base[vi] + i;
@@ -1227,8 +1075,10 @@ impl<S: Scheduler> Sim<S> {
         for w in 0..self.st.workloads.len() {
             self.start_arrivals(w as u32);
         }
-        if sc.warmup.ns() > 0 {
-            self.st.q.push(SimTime::ZERO + sc.warmup, EventKind::Warmup);
+        if model.warmup.ns() > 0 {
+            self.st
+                .q
+                .push(SimTime::ZERO + model.warmup, EventKind::Warmup);
         }
         self.flush();
         while let Some(ev) = self.st.q.pop() {
@@ -1305,7 +1155,7 @@ impl<S: Scheduler> Sim<S> {
             // Tested before taken: `take` would store None back on every event.
             if self.st.error.is_some() {
                 return Err(SimError {
-                    scenario: sc.name.clone(),
+                    scenario: model.name.clone(),
                     seed: self.st.seed,
                     at_ns: self.st.now.0,
                     message: self.st.error.take().expect("tested"),
@@ -1314,7 +1164,7 @@ impl<S: Scheduler> Sim<S> {
         }
         if let Some(msg) = self.st.error.take() {
             return Err(SimError {
-                scenario: sc.name.clone(),
+                scenario: model.name.clone(),
                 seed: self.st.seed,
                 at_ns: self.st.now.0,
                 message: msg,
@@ -1334,9 +1184,9 @@ impl<S: Scheduler> Sim<S> {
                 }
             }
         }
-        let summary = self.summary(sc);
+        let summary = self.summary();
         let trace_json = self.st.trace.take().map(|tr| {
-            let vm_name = |vm: u32| sc.vms.get(vm as usize).map(|v| v.name.clone());
+            let vm_name = |vm: u32| model.vms.get(vm as usize).map(|v| v.name.clone());
             let labels: Vec<trace::TaskLabel> = self
                 .view
                 .tasks
@@ -1345,12 +1195,12 @@ impl<S: Scheduler> Sim<S> {
                 .map(|(i, t)| {
                     if (i as u32) < self.st.n_vcpu_tasks {
                         trace::TaskLabel::Vcpu {
-                            vm: sc.vms[t.vm as usize].name.clone(),
+                            vm: model.vms[t.vm as usize].name.clone(),
                             index: t.index,
                         }
                     } else {
                         trace::TaskLabel::HostThread {
-                            name: sc.host_threads[t.index as usize].name.clone(),
+                            name: model.host_threads[t.index as usize].name.clone(),
                             vm: vm_name(t.vm),
                         }
                     }
@@ -2048,14 +1898,14 @@ impl<S: Scheduler> Sim<S> {
                         let rx_for = self.st.workloads[w].rx_for;
                         let msg = if rx_for != NONE {
                             let local = rx_for as usize - self.st.vm_workload_base[vm] as usize;
-                            let name = self.st.vm_names[vm].clone();
+                            let name = self.model.vms[vm].name.clone();
                             format!("the rx path of vm[{vm}] ({name:?}), workload[{local}], completed {MAX_ZERO_TIME_LOOPS} loops without time passing: give it a per_packet or per_kib cost")
                         } else if w >= self.st.n_vm_workloads as usize {
                             let hi = w - self.st.n_vm_workloads as usize;
                             format!("host_thread[{hi}] completed {MAX_ZERO_TIME_LOOPS} loops without time passing: its operations take no time")
                         } else {
                             let local = w - self.st.vm_workload_base[vm] as usize;
-                            let name = self.st.vm_names[vm].clone();
+                            let name = self.model.vms[vm].name.clone();
                             format!("a thread of vm[{vm}] ({name:?}), workload[{local}], completed {MAX_ZERO_TIME_LOOPS} loops without time passing: its operations take no time")
                         };
                         self.fail(msg);
@@ -3485,7 +3335,7 @@ impl<S: Scheduler> Sim<S> {
                     if waited > bound {
                         self.st.error = Some(format!(
                             "invariant: task {t} (VM {:?}, vCPU {}) has been runnable for {waited} without running; the scheduler promises at most {bound}",
-                            self.st.vm_names[task.vm as usize], self.view.tasks[t].index
+                            self.model.vms[task.vm as usize].name, self.view.tasks[t].index
                         ));
                         return;
                     }
@@ -3560,14 +3410,15 @@ impl<S: Scheduler> Sim<S> {
         }
     }
 
-    fn summary(&self, sc: &Scenario) -> Summary {
-        let measured = sc.duration - sc.warmup;
+    fn summary(&self) -> Summary {
+        let model = self.model;
+        let measured = model.duration - model.warmup;
         let secs = measured.as_secs_f64();
         let s = |ns: u64| ns as f64 / 1e9;
         let mut vms = Vec::new();
         let mut wl_index = 0usize;
         let mut shares = Vec::new();
-        for (vi, vm) in sc.vms.iter().enumerate() {
+        for (vi, vm) in model.vms.iter().enumerate() {
             let base = self.st.vm_task_base[vi] as usize;
             let mut vcpus = Vec::new();
             let mut tot = TaskCounters::default();
@@ -3685,14 +3536,14 @@ impl<S: Scheduler> Sim<S> {
             });
         }
         let mut host_threads = Vec::new();
-        for (hi, h) in sc.host_threads.iter().enumerate() {
+        for (hi, h) in model.host_threads.iter().enumerate() {
             let t = self.st.n_vcpu_tasks as usize + hi;
             let c = &self.st.tasks[t].c;
             let w = &self.st.workloads[self.st.n_vm_workloads as usize + hi]; // one per host thread, in order
             let helper = (w.helper != NONE).then(|| &self.st.helpers[w.helper as usize]);
             host_threads.push(HostThreadSummary {
                 name: h.name.clone(),
-                vm: h.vm.map(|v| sc.vms[v as usize].name.clone()),
+                vm: h.vm.map(|v| model.vms[v as usize].name.clone()),
                 helper: helper.map(|x| x.spec.kind().to_string()),
                 cpu_time_s: s(c.run_ns),
                 wait_time_s: s(c.wait_ns),
@@ -3716,11 +3567,11 @@ impl<S: Scheduler> Sim<S> {
             .collect();
         let h = &self.st.h;
         Summary {
-            scenario: sc.name.clone(),
-            scheduler: sc.scheduler.name.clone(),
+            scenario: model.name.clone(),
+            scheduler: model.scheduler.clone(),
             seed: self.st.seed,
-            duration_s: sc.duration.as_secs_f64(),
-            warmup_s: sc.warmup.as_secs_f64(),
+            duration_s: model.duration.as_secs_f64(),
+            warmup_s: model.warmup.as_secs_f64(),
             events: h.events,
             vms,
             host: HostSummary {

@@ -302,7 +302,7 @@ pub(super) fn expand(
             // when the thread runs (respond comes first); handling the event (reading the
             // clock, storing the sample) takes `handle` of CPU. The paper does not give
             // the period; 10 ms (10,000 events in 100 s) is our assumption.
-            arrivals = Some(periodic_arrivals(&t, SimDuration::from_ms(10))?);
+            arrivals = Some(periodic_arrivals(t, SimDuration::from_ms(10))?);
             let handle = t
                 .opt_duration("handle")?
                 .unwrap_or(SimDuration::from_us(10));
@@ -326,7 +326,7 @@ pub(super) fn expand(
             // handler is RT here); `handle` covers the receive interrupt, icmp_echo and
             // the transmit (~10 us on a 2010s Xeon, our estimate). Latency runs from the
             // request's arrival at the host to the reply leaving it.
-            arrivals = Some(periodic_arrivals(&t, SimDuration::from_secs(1))?);
+            arrivals = Some(periodic_arrivals(t, SimDuration::from_secs(1))?);
             let handle = t
                 .opt_duration("handle")?
                 .unwrap_or(SimDuration::from_us(10));
