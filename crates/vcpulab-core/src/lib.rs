@@ -1,8 +1,10 @@
 //! vcpulab-core: a deterministic discrete-event simulator of virtual-CPU scheduling.
 //!
-//! - [`scenario`]: the scenario schema (TOML / JSON), validated with precise errors.
+//! - [`scenario`]: the scenario schema (TOML / JSON), validated with precise errors;
+//!   [`workload`] parses the workloads in it.
 //! - [`model`]: a validated scenario compiled for the engine (built once per run).
-//! - [`engine`]: the event loop, host clock model and guest model.
+//! - [`engine`]: the event loop, host clock model and guest model, one file per concern.
+//! - [`vocab`]: the words the layers share (lock kinds, VM classes, ...), a leaf module.
 //! - [`sched`]: host schedulers, one file each, behind one ops-table trait.
 //! - [`repro`]: built-in reproductions of the seed papers' experiments.
 //! - [`api`]: the entry points the CLI and the Python bindings use.

@@ -133,8 +133,8 @@ pub(crate) enum HostThreadProgram {
 }
 
 /// An operation as the engine executes it: work already converted to base-clock
-/// nanoseconds. The workload operations compile to these (`compile_op`); the engine's own
-/// threads (helpers, receive paths, backends) run the rest.
+/// nanoseconds. The workload operations compile to these (`compile_op`); the helper steps
+/// and `RxDeliver` exist only for the engine's own threads (helpers, receive paths).
 #[derive(Clone, Debug)]
 pub(crate) enum RtOp {
     Compute {
