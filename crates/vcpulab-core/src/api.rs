@@ -7,12 +7,13 @@ use std::sync::Arc;
 use crate::engine::Sim;
 pub use crate::engine::{RunOptions, RunOutput, StopFn};
 use crate::error::{Error, SimError};
+use crate::model::Model;
 use crate::scenario::Scenario;
 use crate::sched::{self, Scheduler, WithScheduler};
 use crate::summary::Summary;
 
 struct Runner<'a> {
-    sc: &'a Scenario,
+    model: &'a Model,
     seed: u64,
     opts: RunOptions,
 }
@@ -20,7 +21,7 @@ struct Runner<'a> {
 impl WithScheduler for Runner<'_> {
     type Output = Result<RunOutput, SimError>;
     fn call<S: Scheduler>(self, sched: S) -> Self::Output {
-        Sim::new(self.sc, sched, self.seed, self.opts).run_full(self.sc)
+        Sim::new(self.model, sched, self.seed, self.opts).run_full()
     }
 }
 
@@ -60,7 +61,12 @@ pub fn run_full(sc: &Scenario, seed: Option<u64>, opts: &RunOptions) -> Result<R
             yes
         }));
     }
-    let runner = Runner { sc, seed, opts };
+    let model = Model::compile(sc);
+    let runner = Runner {
+        model: &model,
+        seed,
+        opts,
+    };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         sched::with_scheduler(&sc.scheduler.name, &sc.scheduler.params, runner)
     }));

@@ -1,7 +1,10 @@
 //! vcpulab-core: a deterministic discrete-event simulator of virtual-CPU scheduling.
 //!
-//! - [`scenario`]: the scenario schema (TOML / JSON), validated with precise errors.
-//! - [`engine`]: the event loop, host clock model and guest model.
+//! - [`scenario`]: the scenario schema (TOML / JSON), validated with precise errors;
+//!   [`workload`] parses the workloads in it.
+//! - [`model`]: a validated scenario compiled for the engine (built once per run).
+//! - [`engine`]: the event loop, host clock model and guest model, one file per concern.
+//! - [`vocab`]: the words the layers share (lock kinds, VM classes, ...), a leaf module.
 //! - [`sched`]: host schedulers, one file each, behind one ops-table trait.
 //! - [`repro`]: built-in reproductions of the seed papers' experiments.
 //! - [`api`]: the entry points the CLI and the Python bindings use.
@@ -12,6 +15,7 @@ pub mod error;
 pub mod ft;
 pub mod kvm;
 pub mod metrics;
+pub mod model;
 pub mod overrides;
 pub mod reader;
 pub mod repro;
@@ -21,6 +25,7 @@ pub mod sched;
 pub mod summary;
 pub mod time;
 pub mod topology;
+pub mod vocab;
 pub mod workload;
 
 pub use error::{Error, ScenarioError, SimError};

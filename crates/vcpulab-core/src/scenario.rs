@@ -8,6 +8,9 @@ use crate::reader::{json_to_toml, parse_toml, type_name, Owned, Res, Table};
 use crate::time::{SimDuration, NS_PER_S};
 use crate::topology::{CpuSet, Topology};
 use crate::workload::{self, WorkloadSpec};
+// Re-exported: the schema's words, defined in a leaf module that `workload` and `sched`
+// import without importing the schema.
+pub use crate::vocab::{IoDriver, LockKind, VmClass};
 
 /// Upper bounds that keep a scenario within what one machine can simulate. Larger inputs
 /// are refused with an explanation rather than exhausting memory.
@@ -35,16 +38,6 @@ pub struct Scenario {
     /// Where network packets of every VM pass on the split-driver path (`[host] io_path =
     /// "split"`); None: direct assignment, packets go straight to the guest.
     pub io_driver: Option<IoDriver>,
-}
-
-/// The backend of the split-driver I/O path: the `netback` workload of a driver domain
-/// (Xen dom0) or of a host thread (KVM's vhost).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum IoDriver {
-    /// A VM (by index) and its netback workload (index within the VM).
-    Vm { vm: u32, workload: u32 },
-    /// A host thread (by index) whose workload is netback.
-    HostThread(u32),
 }
 
 /// A host thread scheduled by the host scheduler beside the vCPUs (`[[host_thread]]`).
@@ -153,31 +146,6 @@ pub struct SchedulerSpec {
     pub name: String,
     /// The scheduler's own parameters, validated by the scheduler (see `sched::registry`).
     pub params: toml::Table,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LockKind {
-    /// FIFO hand-off: the lock passes to the next waiter even if it is preempted.
-    Ticket,
-    /// Test-and-set: whichever running waiter tries first takes a free lock.
-    TestAndSet,
-    /// A sleeping lock (a pthread mutex over a futex, as glibc's default mutex): a thread
-    /// that finds it held blocks, and its vCPU halts if nothing else is runnable; the
-    /// release wakes the first waiter, which tries again when it runs (whoever runs
-    /// first takes a free mutex). Not a spinlock, so it never pause-loop exits.
-    Mutex,
-}
-
-/// FLMS's classification of a VM (paper section 3.1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum VmClass {
-    /// Latency-sensitive: every vCPU serves I/O.
-    Lsvm,
-    /// Not latency-sensitive: CPU-bound.
-    Nlsvm,
-    /// Both: `reserved_vcpus` latency vCPUs, the rest CPU-bound.
-    Mixvm,
 }
 
 impl VmSpec {

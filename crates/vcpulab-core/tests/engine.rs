@@ -2,6 +2,7 @@
 
 use vcpulab_core::api::{run, summary_json, RunOptions};
 use vcpulab_core::engine::Sim;
+use vcpulab_core::model::Model;
 use vcpulab_core::sched::{CpuId, SchedCtx, Scheduler, TaskId};
 use vcpulab_core::{Error, Scenario};
 
@@ -94,8 +95,8 @@ fn a_scheduler_that_double_books_a_vcpu_is_caught() {
         }
     }
     let sc = scenario(&mixed("rr"));
-    let err = Sim::new(&sc, DoubleBooker, 1, checked())
-        .run(&sc)
+    let err = Sim::new(&Model::compile(&sc), DoubleBooker, 1, checked())
+        .run()
         .unwrap_err();
     assert!(err.message.contains("scheduler bug"), "{err}");
     assert_eq!(err.seed, 1);
@@ -135,16 +136,16 @@ fn a_scheduler_that_breaks_a_pin_is_caught() {
         )
     };
     let sc = scenario(&text("affinity = \"0\""));
-    let err = Sim::new(&sc, PinBreaker, 1, RunOptions::default())
-        .run(&sc)
+    let err = Sim::new(&Model::compile(&sc), PinBreaker, 1, RunOptions::default())
+        .run()
         .unwrap_err();
     assert!(
         err.message.contains("scheduler bug") && err.message.contains("affinity 0"),
         "{err}"
     );
     let sc = scenario(&text(""));
-    Sim::new(&sc, PinBreaker, 1, RunOptions::default())
-        .run(&sc)
+    Sim::new(&Model::compile(&sc), PinBreaker, 1, RunOptions::default())
+        .run()
         .unwrap_or_else(|e| panic!("{e}"));
 }
 
@@ -223,27 +224,27 @@ threads = 3
 "#,
     );
     let err = Sim::new(
-        &sc,
+        &Model::compile(&sc),
         Starver {
             ready: BTreeSet::new(),
         },
         1,
         checked(),
     )
-    .run(&sc)
+    .run()
     .unwrap_err();
     assert!(err.message.contains("without running"), "{err}");
     assert!(err.message.contains("\"hogs\""), "{err}");
     // Without invariant checking the same run completes (the check is what fails it).
     Sim::new(
-        &sc,
+        &Model::compile(&sc),
         Starver {
             ready: BTreeSet::new(),
         },
         1,
         RunOptions::default(),
     )
-    .run(&sc)
+    .run()
     .unwrap();
 }
 

@@ -6,6 +6,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 use vcpulab_core::api::{run, summary_json};
 use vcpulab_core::engine::Sim;
+use vcpulab_core::model::Model;
 use vcpulab_core::repro;
 use vcpulab_core::sched::hyperv_core::check_gangs;
 use vcpulab_core::sched::{
@@ -137,8 +138,8 @@ impl<F: Fn(u64)> WithScheduler for Wrapped<F> {
             mixed_cores_seen: seen.clone(),
         };
         // Invariant checking on, so that the engine calls `check` after every event.
-        let r = Sim::new(&self.sc, wrapped, self.sc.seed, checked())
-            .run(&self.sc)
+        let r = Sim::new(&Model::compile(&self.sc), wrapped, self.sc.seed, checked())
+            .run()
             .map_err(|e| e.message);
         (self.observe)(seen.get());
         r

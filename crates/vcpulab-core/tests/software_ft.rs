@@ -2,6 +2,7 @@
 
 use vcpulab_core::api::run;
 use vcpulab_core::engine::Sim;
+use vcpulab_core::model::Model;
 use vcpulab_core::sched::{CpuId, SchedCtx, Scheduler, TaskId};
 
 mod common;
@@ -149,8 +150,8 @@ vcpus = 1
 kind = "stress-ng"
 "#,
     );
-    let e = Sim::new(&sc, IgnoresIsolation, 1, checked())
-        .run(&sc)
+    let e = Sim::new(&Model::compile(&sc), IgnoresIsolation, 1, checked())
+        .run()
         .unwrap_err();
     assert!(
         e.message.contains("affinity") || e.message.contains("isolated"),

@@ -67,7 +67,7 @@ pub struct TaskInfo {
     /// The VM's cap in percent of one pCPU (0: none; host threads have none).
     pub cap: u32,
     /// The VM's FLMS class, if the scenario gives one (host threads: None).
-    pub class: Option<crate::scenario::VmClass>,
+    pub class: Option<crate::vocab::VmClass>,
     /// A latency (I/O) vCPU: any vCPU of an LSVM, a reserved vCPU of a MixVM.
     pub latency_vcpu: bool,
 }

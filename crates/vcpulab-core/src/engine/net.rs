@@ -1,0 +1,254 @@
+//! Requests from outside and the network path: arrivals (open or closed loop), the
+//! request queue of a serving workload, the split-driver backend that forwards every
+//! packet in and out (`[host] io_path = "split"`), and guest receive paths (`rx`), which
+//! handle a request on their own vCPUs before its workload's threads take it.
+
+use super::queue::EventKind;
+use super::{Sim, ThState, ThreadId, NONE, WORK_EPSILON};
+use crate::model::RtOp;
+use crate::sched::Scheduler;
+use crate::time::{SimDuration, SimTime};
+use crate::workload::{Arrivals, Mode, RxPath};
+
+/// A request from outside (see `Sim::arrival`): queued at its server workload, and on the
+/// split-driver path also a packet in the backend's queue, in and out.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Packet {
+    /// The guest workload the request belongs to.
+    pub(super) workload: u32,
+    /// When the request reached the host (latency is measured from here).
+    pub(super) arrived: SimTime,
+    /// A response leaving the guest (true) or a request entering it (false).
+    pub(super) outbound: bool,
+    /// Its guest receive path (`rx`) has handled it.
+    pub(super) received: bool,
+}
+
+/// The program of a guest receive path's threads: take the next request, handle it in
+/// the kernel, hand it to the workload.
+pub(super) fn rx_program(rx: &RxPath) -> Vec<RtOp> {
+    vec![
+        RtOp::WaitRequest,
+        RtOp::PacketWork {
+            per_packet: rx.per_packet,
+            per_kib: rx.per_kib,
+        },
+        RtOp::RxDeliver,
+    ]
+}
+
+impl<S: Scheduler> Sim<'_, S> {
+    /// `RtOp::WaitRequest`: take the next request (a backend: packet) queued at the
+    /// workload, or block until one arrives. See `step_other_op`.
+    #[inline(always)]
+    pub(super) fn step_wait_request(&mut self, id: ThreadId, w: usize) -> Option<bool> {
+        let th = &mut self.st.threads[id as usize];
+        let wl = &mut self.st.workloads[w];
+        match wl.queue.pop_front() {
+            Some(p) => {
+                th.packet = Some(p);
+                th.pc += 1;
+                None
+            }
+            None => {
+                wl.waiting.push_back(id);
+                th.state = ThState::Blocked;
+                Some(false)
+            }
+        }
+    }
+
+    /// `RtOp::Respond`: the response leaves, straight out or through the backend.
+    #[inline(always)]
+    pub(super) fn step_respond(&mut self, id: ThreadId, w: usize) -> Option<bool> {
+        let th = &mut self.st.threads[id as usize];
+        th.pc += 1;
+        if let Some(p) = th.packet.take() {
+            if self.st.io_backend == NONE {
+                self.complete_request(w as u32, p.arrived);
+            } else {
+                self.send_to_backend(Packet {
+                    outbound: true,
+                    ..p
+                });
+            }
+        }
+        None
+    }
+
+    /// `RtOp::PacketWork`: the kernel's CPU work for the packet taken (per packet and per
+    /// KiB of its request).
+    #[inline(always)]
+    pub(super) fn step_packet_work(
+        &mut self,
+        id: ThreadId,
+        per_packet: f64,
+        per_kib: f64,
+    ) -> Option<bool> {
+        let th = &mut self.st.threads[id as usize];
+        let bytes = th
+            .packet
+            .map_or(0, |p| self.st.workloads[p.workload as usize].request_bytes);
+        let x = per_packet + per_kib * bytes as f64 / 1024.0;
+        if x > WORK_EPSILON {
+            th.state = ThState::Compute {
+                remaining: x,
+                mode: Mode::Kernel,
+                release: NONE,
+            };
+            return Some(true);
+        }
+        th.pc += 1;
+        None
+    }
+
+    /// `RtOp::Forward`: the backend hands its packet on, into its guest or out.
+    #[inline(always)]
+    pub(super) fn step_forward(&mut self, id: ThreadId) -> Option<bool> {
+        let th = &mut self.st.threads[id as usize];
+        th.pc += 1;
+        if let Some(p) = th.packet.take() {
+            if p.outbound {
+                self.complete_request(p.workload, p.arrived);
+            } else {
+                self.enqueue_inbound(p);
+            }
+        }
+        None
+    }
+
+    /// `RtOp::RxDeliver`: the receive path hands its request to the workload's threads.
+    #[inline(always)]
+    pub(super) fn step_rx_deliver(&mut self, id: ThreadId) -> Option<bool> {
+        let th = &mut self.st.threads[id as usize];
+        th.pc += 1;
+        if let Some(p) = th.packet.take() {
+            self.enqueue(
+                p.workload,
+                Packet {
+                    received: true,
+                    ..p
+                },
+            );
+        }
+        None
+    }
+
+    pub(super) fn start_arrivals(&mut self, w: u32) {
+        let now = self.st.now;
+        let wl = &mut self.st.workloads[w as usize];
+        match wl.arrivals.clone() {
+            None => {}
+            Some(Arrivals::Poisson { rate }) => {
+                let d = wl.rng.exp(1e9 / rate);
+                self.st.q.push(
+                    now + SimDuration::round_ns(d),
+                    EventKind::Arrival { workload: w },
+                );
+            }
+            Some(Arrivals::Periodic { interval }) => {
+                self.st.q.push(
+                    now + SimDuration::round_ns(interval),
+                    EventKind::Arrival { workload: w },
+                );
+            }
+            Some(Arrivals::Closed { clients, think }) => {
+                for _ in 0..clients {
+                    let d = think.sample(&mut wl.rng);
+                    self.st.q.push(
+                        now + SimDuration::round_ns(d),
+                        EventKind::Arrival { workload: w },
+                    );
+                }
+            }
+        }
+    }
+
+    pub(super) fn arrival(&mut self, w: u32) {
+        let now = self.st.now;
+        let wl = &mut self.st.workloads[w as usize];
+        match &wl.arrivals {
+            Some(Arrivals::Poisson { rate }) => {
+                let d = wl.rng.exp(1e9 / rate);
+                self.st.q.push(
+                    now + SimDuration::round_ns(d),
+                    EventKind::Arrival { workload: w },
+                );
+            }
+            Some(Arrivals::Periodic { interval }) => {
+                self.st.q.push(
+                    now + SimDuration::round_ns(*interval),
+                    EventKind::Arrival { workload: w },
+                );
+            }
+            _ => {}
+        }
+        let p = Packet {
+            workload: w,
+            arrived: now,
+            outbound: false,
+            received: false,
+        };
+        let wl = &self.st.workloads[w as usize];
+        if wl.timer_task != NONE {
+            let k = self.st.ft.kemari[wl.vm as usize];
+            if k != NONE && self.st.ft.helpers[k as usize].spec.raises_guest_timers() {
+                self.ft_timer_expired(k as usize, p);
+                return;
+            }
+        }
+        if self.st.io_backend == NONE {
+            self.enqueue_inbound(p);
+        } else {
+            self.send_to_backend(p);
+        }
+    }
+
+    /// A request reaches its guest: through the workload's receive path (`rx`) first if
+    /// it has one, else straight to the workload.
+    pub(super) fn enqueue_inbound(&mut self, p: Packet) {
+        let rx = self.st.workloads[p.workload as usize].rx_stage;
+        if rx != NONE && !p.received {
+            self.enqueue(rx, p);
+        } else {
+            self.enqueue(p.workload, p);
+        }
+    }
+
+    /// A request reaches its workload `w` (a server, or the backend): hand it to a waiting
+    /// thread, which wakes, or queue it.
+    fn enqueue(&mut self, w: u32, p: Packet) {
+        let wl = &mut self.st.workloads[w as usize];
+        match wl.waiting.pop_front() {
+            Some(th) => {
+                let t = &mut self.st.threads[th as usize];
+                t.packet = Some(p);
+                t.pc += 1;
+                self.wake_thread(th);
+            }
+            None => wl.queue.push_back(p),
+        }
+    }
+
+    /// A packet enters the split driver's backend.
+    fn send_to_backend(&mut self, p: Packet) {
+        self.st.h.backend_packets += 1;
+        self.enqueue(self.st.io_backend, p);
+    }
+
+    /// The response to a request arriving at `arrived` has left the host.
+    fn complete_request(&mut self, w: u32, arrived: SimTime) {
+        let now = self.st.now;
+        let wl = &mut self.st.workloads[w as usize];
+        wl.latency.record(now.since(arrived).ns());
+        wl.completed += 1;
+        wl.bytes_done += wl.request_bytes;
+        if let Some(Arrivals::Closed { think, .. }) = &wl.arrivals {
+            let d = think.sample(&mut wl.rng);
+            self.st.q.push(
+                now + SimDuration::round_ns(d),
+                EventKind::Arrival { workload: w },
+            );
+        }
+    }
+}
