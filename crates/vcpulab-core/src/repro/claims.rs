@@ -141,6 +141,8 @@ pub struct Claim {
     pub evaluation: Evaluation,
     /// Why this threshold, or what the claim leaves out.
     pub note: String,
+    /// The stated relation this claim is one part of (e.g. one side of a band).
+    pub group: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -361,7 +363,12 @@ pub(super) fn parse_claims(t: &Table, exp: &Experiment) -> Res<Vec<Claim>> {
             }
             Ok(v)
         };
-        let common = ["id", "text", "source", "premise", "note", "kind", "metric"];
+        // `group` names the stated relation a claim is one part of (a band's two sides, one
+        // member of a "for all"); `tested_in` names a test that asserted it before claims
+        // were data. Both are for readers.
+        let common = [
+            "id", "text", "source", "premise", "note", "kind", "metric", "group", "tested_in",
+        ];
         let (evaluation, extra): (Evaluation, &[&str]) = match kind.as_str() {
             "threshold" => {
                 let case = ct.req("case")?.str()?.to_string();
@@ -453,8 +460,11 @@ pub(super) fn parse_claims(t: &Table, exp: &Experiment) -> Res<Vec<Claim>> {
             source: ct.req("source")?.str()?.to_string(),
             premise: ct.req("premise")?.str()?.to_string(),
             note: ct.opt_str("note")?.unwrap_or("").to_string(),
+            group: ct.opt_str("group")?.unwrap_or("").to_string(),
             evaluation,
         });
+        // Read so that `finish` accepts it; it is for readers only.
+        ct.opt_str("tested_in")?;
         ct.finish(&allowed)?;
     }
     Ok(claims)
@@ -530,6 +540,7 @@ mod tests {
             premise: String::new(),
             evaluation,
             note: String::new(),
+            group: String::new(),
         }
     }
 

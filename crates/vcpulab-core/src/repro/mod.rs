@@ -496,3 +496,13 @@ pub fn extract(summary: &serde_json::Value, path: &str) -> Option<f64> {
 pub use run::{
     finish_rows, reproduce, run_case, run_case_with, run_experiment, ClaimReport, Reproduction,
 };
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_built_in_experiment_states_its_claims() {
+        for e in super::experiments() {
+            assert!(!e.claims.is_empty(), "{} declares no claim", e.id);
+        }
+    }
+}
