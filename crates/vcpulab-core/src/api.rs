@@ -268,6 +268,21 @@ pub fn reproduce_finish_json(experiment: &str, raw_rows_json: &str) -> Result<St
     Ok(serde_json::to_string(&crate::repro::finish_rows(&e, &raw)).unwrap())
 }
 
+/// Reproduces one experiment (see `repro::reproduce`): `{"rows": [...], "claims": [...]}`.
+/// `workers` runs share the cases; the output does not depend on it.
+pub fn reproduce_json(
+    experiment: &str,
+    seed: Option<u64>,
+    workers: usize,
+    adaptive: bool,
+    opts: &RunOptions,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<String, Error> {
+    let e = crate::repro::find(experiment)?;
+    let r = crate::repro::reproduce(&e, seed, workers, adaptive, opts, progress)?;
+    Ok(serde_json::to_string(&r).unwrap())
+}
+
 /// Scenarios whose estimated event count exceeds this are refused unless forced: at the
 /// engine's ~5-10 M events/s this is a run of 1.5-3 hours.
 pub const MAX_ESTIMATED_EVENTS: f64 = 5e10;

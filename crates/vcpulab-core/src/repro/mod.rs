@@ -4,7 +4,10 @@
 //! `scenarios/reproductions/<id>/` and are compiled in, so `vcpulab reproduce` works from
 //! an installed package.
 
-use crate::api::{run, RunOptions};
+pub mod claims;
+mod run;
+pub mod stats;
+
 use crate::error::{Error, ScenarioError};
 use crate::reader::{parse_toml, Res, Table};
 use crate::scenario::Scenario;
@@ -96,6 +99,8 @@ pub struct Experiment {
     pub seeds: u64,
     pub metrics: Vec<Metric>,
     pub cases: Vec<Case>,
+    /// The paper's claims about these figures, with how each is evaluated.
+    pub claims: Vec<claims::Claim>,
     #[serde(skip)]
     pub scenario_text: String,
 }
@@ -144,6 +149,32 @@ pub struct Row {
     pub sim: Option<f64>,
     /// sim / paper.
     pub ratio: Option<f64>,
+    /// How many seeds `sim` is the mean of (0 in a raw row before it is finished).
+    #[serde(default)]
+    pub seeds: u64,
+    /// The 95 % bootstrap interval of `sim` over its seeds ([`stats`]).
+    #[serde(default)]
+    pub ci_low: Option<f64>,
+    #[serde(default)]
+    pub ci_high: Option<f64>,
+    /// Two regimes among the seeds' raw values, if the test of [`stats::regimes`] finds them.
+    #[serde(default)]
+    pub regimes: Option<RegimeSplit>,
+    /// The raw figure of each seed, in seed order (raw rows only; finished rows drop it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<Option<f64>>,
+}
+
+/// A row's seeds split into two regimes, with the split in words.
+#[derive(Clone, Debug, Serialize, serde::Deserialize, PartialEq)]
+pub struct RegimeSplit {
+    pub low_seeds: usize,
+    pub low_mean: f64,
+    pub high_seeds: usize,
+    pub high_mean: f64,
+    /// Ashman's D of the split.
+    pub d: f64,
+    pub text: String,
 }
 
 /// Edits to a scenario: keys to set (with their values) and keys to remove.
@@ -326,8 +357,11 @@ fn parse_experiment(id: &str, text: &str, scenario_text: &str) -> Res<Experiment
         seeds: t.opt_u64("seeds", 1, 1000)?.unwrap_or(1),
         metrics,
         cases,
+        claims: vec![],
         scenario_text: scenario_text.to_string(),
     };
+    let mut e = e;
+    e.claims = claims::parse_claims(&t, &e)?;
     t.finish(&[
         "id",
         "title",
@@ -338,6 +372,7 @@ fn parse_experiment(id: &str, text: &str, scenario_text: &str) -> Res<Experiment
         "value",
         "tolerance",
         "seeds",
+        "claim",
         "case",
         "axis",
         "paper",
@@ -458,110 +493,16 @@ pub fn extract(summary: &serde_json::Value, path: &str) -> Option<f64> {
     cur.as_f64()
 }
 
-/// Runs one case; returns one row per metric with the raw (not yet normalised) figure.
-pub fn run_case(exp: &Experiment, case_id: &str, seed: Option<u64>) -> Result<Vec<Row>, Error> {
-    run_case_with(exp, case_id, seed, &RunOptions::default())
-}
+pub use run::{
+    finish_rows, reproduce, run_case, run_case_with, run_experiment, ClaimReport, Reproduction,
+};
 
-/// `run_case` with the runs' options (a caller's `stop`, for Ctrl-C).
-pub fn run_case_with(
-    exp: &Experiment,
-    case_id: &str,
-    seed: Option<u64>,
-    opts: &RunOptions,
-) -> Result<Vec<Row>, Error> {
-    let case = exp.cases.iter().find(|c| c.id == case_id).ok_or_else(|| {
-        let ids: Vec<&str> = exp.cases.iter().map(|c| c.id.as_str()).collect();
-        Error::NotFound(format!(
-            "experiment {} has no case {case_id:?}; cases: {}",
-            exp.id,
-            ids.join(", ")
-        ))
-    })?;
-    let mut sums = vec![(0.0, 0u64); exp.metrics.len()];
-    // One series of runs per distinct set of metric edits, in metric order.
-    let edits: Vec<String> = exp
-        .metrics
-        .iter()
-        .map(|m| format!("{:?} {:?}", m.set, m.remove))
-        .collect();
-    for (g, group) in exp.metrics.iter().enumerate() {
-        if edits[..g].contains(&edits[g]) {
-            continue;
-        }
-        let sc = metric_scenario(exp, case, group)?;
-        let first = seed.unwrap_or(sc.seed);
-        for s in first..first + exp.seeds {
-            let summary = run(&sc, Some(s), opts)?;
-            let json = serde_json::to_value(&summary).expect("summary serialises");
-            for (i, m) in exp.metrics.iter().enumerate() {
-                if edits[i] != edits[g] {
-                    continue;
-                }
-                if let Some(v) = extract(&json, &m.value) {
-                    sums[i].0 += v;
-                    sums[i].1 += 1;
-                }
-            }
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_built_in_experiment_states_its_claims() {
+        for e in super::experiments() {
+            assert!(!e.claims.is_empty(), "{} declares no claim", e.id);
         }
     }
-    let mean = |i: usize| (sums[i].1 > 0).then(|| sums[i].0 / sums[i].1 as f64);
-    Ok(exp
-        .metrics
-        .iter()
-        .enumerate()
-        .map(|(i, m)| Row {
-            experiment: exp.id.clone(),
-            case: case.id.clone(),
-            metric: m.name.clone(),
-            unit: m.unit.clone(),
-            paper: case.paper.iter().find(|(n, _)| *n == m.name).map(|p| p.1),
-            sim: mean(i),
-            ratio: None,
-        })
-        .collect())
-}
-
-/// Normalises raw rows (metrics with `normalize` are divided by the reference case's
-/// raw figure) and computes sim / paper.
-pub fn finish_rows(exp: &Experiment, raw: &[Row]) -> Vec<Row> {
-    let raw_value = |case: &str, metric: &str| {
-        raw.iter()
-            .find(|r| r.case == case && r.metric == metric)
-            .and_then(|r| r.sim)
-    };
-    raw.iter()
-        .map(|r| {
-            let mut row = r.clone();
-            let metric = exp.metrics.iter().find(|m| m.name == r.metric);
-            if let (Some(m), Some(case)) = (metric, exp.cases.iter().find(|c| c.id == r.case)) {
-                if let Some((axis, value)) = &m.normalize {
-                    let reference: Vec<String> = case
-                        .axes
-                        .iter()
-                        .map(|(a, v)| if a == axis { value.clone() } else { v.clone() })
-                        .collect();
-                    let base = raw_value(&reference.join("/"), &m.name);
-                    row.sim = match (r.sim, base) {
-                        (Some(s), Some(b)) if b != 0.0 => Some(s / b),
-                        _ => None,
-                    };
-                }
-            }
-            row.ratio = match (row.sim, row.paper) {
-                (Some(s), Some(p)) if p != 0.0 => Some(s / p),
-                _ => None,
-            };
-            row
-        })
-        .collect()
-}
-
-/// Runs every case of an experiment and returns its finished rows.
-pub fn run_experiment(exp: &Experiment, seed: Option<u64>) -> Result<Vec<Row>, Error> {
-    let mut raw = Vec::new();
-    for c in &exp.cases {
-        raw.extend(run_case(exp, &c.id, seed)?);
-    }
-    Ok(finish_rows(exp, &raw))
 }
