@@ -212,78 +212,42 @@ pub fn check_params(t: &Table) -> Res<()> {
 }
 
 // Counters, one per decision branch.
-const WAKE_BOOST: usize = 0;
-const WAKE_ALREADY_BOOST: usize = 1;
-const WAKE_OVER: usize = 2;
-const WAKE_PARKED: usize = 3;
-const TICKLE_IDLE: usize = 4;
-const TICKLE_PREEMPT: usize = 5;
-const TICKLE_KICK_AWAY: usize = 6;
-const TICKLE_IDLER: usize = 7;
-const TICKLE_NONE: usize = 8;
-const RATELIMITED: usize = 9;
-const PICK_SAME: usize = 10;
-const PICK_LOCAL: usize = 11;
-const STEAL_SMT: usize = 12;
-const STEAL_SOCKET: usize = 13;
-const STEAL_OTHER_SOCKET: usize = 14;
-const STEAL_OTHER_NODE: usize = 15;
-const PICK_IDLE: usize = 16;
-const SLICE_END: usize = 17;
-const TICK: usize = 18;
-const TICK_BOOST_END: usize = 19;
-const TICK_ACTIVATE: usize = 20;
-const TICK_MIGRATE: usize = 21;
-const MIGRATE_BOOST: usize = 22;
-const MIGRATE_NO_BOOST: usize = 23;
-const ACCT_RUN: usize = 24;
-const ACCT_NO_WORK: usize = 25;
-const ACCT_BOOST_END: usize = 26;
-const ACCT_DEACTIVATE: usize = 27;
-const ACCT_CLIP: usize = 28;
-const ACCT_REORDER: usize = 29;
-const PARK: usize = 30;
-const UNPARK: usize = 31;
-const PICK_NODE_STEP: usize = 32;
-const STEAL_NODE_STEP: usize = 33;
-const NCOUNTERS: usize = 34;
-
-const COUNTER_NAMES: [&str; NCOUNTERS] = [
-    "wake_boosted",
-    "wake_already_boosted",
-    "wake_over_not_boosted",
-    "wake_while_parked",
-    "tickle_idle_pcpu",
-    "tickle_preempt_lower",
-    "tickle_kick_away_lower",
-    "tickle_other_idler",
-    "tickle_none",
-    "ratelimit_kept_running",
-    "pick_same_vcpu",
-    "pick_local_queue",
-    "steal_smt_sibling",
-    "steal_same_socket",
-    "steal_other_socket",
-    "steal_other_node",
-    "pick_went_idle",
-    "slice_end",
-    "tick",
-    "tick_boost_end",
-    "tick_vcpu_activated",
-    "tick_migrate_running",
-    "migrate_wake_boosted",
-    "migrate_wake_not_boosted",
-    "acct_run",
-    "acct_no_work",
-    "acct_boost_end",
-    "acct_vcpu_deactivated",
-    "acct_credit_clipped",
-    "acct_domain_reordered",
-    "park",
-    "unpark",
-    "cpu_pick_idle_in_node_affinity",
-    "steal_in_node_affinity_step",
-];
+super::counters::declare_counters! {
+    WAKE_BOOST => "wake_boosted",
+    WAKE_ALREADY_BOOST => "wake_already_boosted",
+    WAKE_OVER => "wake_over_not_boosted",
+    WAKE_PARKED => "wake_while_parked",
+    TICKLE_IDLE => "tickle_idle_pcpu",
+    TICKLE_PREEMPT => "tickle_preempt_lower",
+    TICKLE_KICK_AWAY => "tickle_kick_away_lower",
+    TICKLE_IDLER => "tickle_other_idler",
+    TICKLE_NONE => "tickle_none",
+    RATELIMITED => "ratelimit_kept_running",
+    PICK_SAME => "pick_same_vcpu",
+    PICK_LOCAL => "pick_local_queue",
+    STEAL_SMT => "steal_smt_sibling",
+    STEAL_SOCKET => "steal_same_socket",
+    STEAL_OTHER_SOCKET => "steal_other_socket",
+    STEAL_OTHER_NODE => "steal_other_node",
+    PICK_IDLE => "pick_went_idle",
+    SLICE_END => "slice_end",
+    TICK => "tick",
+    TICK_BOOST_END => "tick_boost_end",
+    TICK_ACTIVATE => "tick_vcpu_activated",
+    TICK_MIGRATE => "tick_migrate_running",
+    MIGRATE_BOOST => "migrate_wake_boosted",
+    MIGRATE_NO_BOOST => "migrate_wake_not_boosted",
+    ACCT_RUN => "acct_run",
+    ACCT_NO_WORK => "acct_no_work",
+    ACCT_BOOST_END => "acct_boost_end",
+    ACCT_DEACTIVATE => "acct_vcpu_deactivated",
+    ACCT_CLIP => "acct_credit_clipped",
+    ACCT_REORDER => "acct_domain_reordered",
+    PARK => "park",
+    UNPARK => "unpark",
+    PICK_NODE_STEP => "cpu_pick_idle_in_node_affinity",
+    STEAL_NODE_STEP => "steal_in_node_affinity_step",
+}
 
 /// One domain's part in an accounting pass.
 #[derive(Clone, Copy, Debug)]

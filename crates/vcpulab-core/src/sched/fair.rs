@@ -45,48 +45,29 @@ pub fn scale_factor(ncpus: usize) -> u64 {
 }
 
 // Counter indices (one per decision branch).
-pub const C_WAKE_PREV_IDLE: usize = 0;
-pub const C_WAKE_IDLE_SIBLING: usize = 1;
-pub const C_WAKE_BUSY_PREV: usize = 2;
-pub const C_WAKEUP_PREEMPT: usize = 3;
-pub const C_WAKEUP_NO_PREEMPT: usize = 4;
-pub const C_TICK_PREEMPT: usize = 5;
-pub const C_PICK_NEXT_BUDDY: usize = 6;
-pub const C_PICK_NEXT_BUDDY_REFUSED: usize = 7;
-pub const C_PICK_SKIP_AVOIDED: usize = 8;
-pub const C_PICK_LAST_BUDDY: usize = 9;
-pub const C_YIELD_OK: usize = 10;
-pub const C_YIELD_ESRCH: usize = 11;
-pub const C_YIELD_TARGET_RUNNING: usize = 12;
-pub const C_YIELD_MIGRATED: usize = 13;
-pub const C_BALANCE_PULL: usize = 14;
-pub const C_NEWIDLE_PULL: usize = 15;
-pub const C_NOHZ_KICK: usize = 16;
-pub const C_PICK_IDLE: usize = 17;
-pub const C_BALANCE_FAILED: usize = 18;
-pub const C_ACTIVE_PUSH: usize = 19;
-pub const COUNTER_NAMES: [&str; 20] = [
-    "wake_prev_cpu_idle",
-    "wake_idle_sibling",
-    "wake_prev_cpu_busy",
-    "wakeup_preempt",
-    "wakeup_no_preempt",
-    "tick_preempt",
-    "pick_next_buddy",
-    "pick_next_buddy_refused",
-    "pick_skip_buddy_avoided",
-    "pick_last_buddy",
-    "yield_to_ok",
-    "yield_to_esrch",
-    "yield_to_target_running_or_blocked",
-    "yield_to_migrated_target",
-    "periodic_balance_pull",
-    "newidle_balance_pull",
-    "nohz_idle_kick",
-    "pick_went_idle",
-    "periodic_balance_failed",
-    "active_balance_push",
-];
+super::counters::declare_counters! {
+    pub(super)
+    C_WAKE_PREV_IDLE => "wake_prev_cpu_idle",
+    C_WAKE_IDLE_SIBLING => "wake_idle_sibling",
+    C_WAKE_BUSY_PREV => "wake_prev_cpu_busy",
+    C_WAKEUP_PREEMPT => "wakeup_preempt",
+    C_WAKEUP_NO_PREEMPT => "wakeup_no_preempt",
+    C_TICK_PREEMPT => "tick_preempt",
+    C_PICK_NEXT_BUDDY => "pick_next_buddy",
+    C_PICK_NEXT_BUDDY_REFUSED => "pick_next_buddy_refused",
+    C_PICK_SKIP_AVOIDED => "pick_skip_buddy_avoided",
+    C_PICK_LAST_BUDDY => "pick_last_buddy",
+    C_YIELD_OK => "yield_to_ok",
+    C_YIELD_ESRCH => "yield_to_esrch",
+    C_YIELD_TARGET_RUNNING => "yield_to_target_running_or_blocked",
+    C_YIELD_MIGRATED => "yield_to_migrated_target",
+    C_BALANCE_PULL => "periodic_balance_pull",
+    C_NEWIDLE_PULL => "newidle_balance_pull",
+    C_NOHZ_KICK => "nohz_idle_kick",
+    C_PICK_IDLE => "pick_went_idle",
+    C_BALANCE_FAILED => "periodic_balance_failed",
+    C_ACTIVE_PUSH => "active_balance_push",
+}
 
 #[derive(Clone, Debug, Default)]
 struct Entity {
@@ -123,7 +104,7 @@ struct Rq {
 pub struct Fair {
     pub policy: Policy,
     pub tun: Tunables,
-    pub counters: super::Counters<20>,
+    pub counters: super::Counters<NCOUNTERS>,
     ncpus: usize,
     ntasks: usize,
     nvms: usize,

@@ -219,42 +219,24 @@ pub fn check_params(t: &Table) -> Res<()> {
 }
 
 // Counters, one per decision branch.
-const RESIZE_GROW_SP: usize = 0;
-const RESIZE_SHRINK_SP: usize = 1;
-const RESIZE_NONE: usize = 2;
-const REBIND_MOVED: usize = 3;
-const REBIND_IN_PLACE: usize = 4;
-const POOL_OUTSIDE_AFFINITY: usize = 5;
-const BALANCE_SIBLING: usize = 6;
-const BALANCE_SAME_SOCKET: usize = 7;
-const BALANCE_OTHER_SOCKET: usize = 8;
-const BALANCE_NONE: usize = 9;
-const BALANCE_NOTHING_TO_TAKE: usize = 10;
-const VICTIM_SP: usize = 11;
-const VICTIM_LP: usize = 12;
-const DISPATCH_SHORT: usize = 13;
-const DISPATCH_LONG: usize = 14;
-const SAMPLED_WAITING: usize = 15;
-const NCOUNTERS: usize = 16;
-
-const COUNTER_NAMES: [&str; NCOUNTERS] = [
-    "flms_resize_grow_sp",
-    "flms_resize_shrink_sp",
-    "flms_resize_none",
-    "flms_rebind_moved",
-    "flms_rebind_in_place",
-    "flms_pool_outside_affinity",
-    "flms_balance_sibling",
-    "flms_balance_same_socket_above_a",
-    "flms_balance_other_socket_above_b",
-    "flms_balance_none_busy_enough",
-    "flms_balance_nothing_to_take",
-    "flms_victim_sp_smallest_io_boost",
-    "flms_victim_lp_equalising_load",
-    "flms_dispatch_short_slice",
-    "flms_dispatch_long_slice",
-    "flms_sampled_waiting_vcpu",
-];
+super::counters::declare_counters! {
+    RESIZE_GROW_SP => "flms_resize_grow_sp",
+    RESIZE_SHRINK_SP => "flms_resize_shrink_sp",
+    RESIZE_NONE => "flms_resize_none",
+    REBIND_MOVED => "flms_rebind_moved",
+    REBIND_IN_PLACE => "flms_rebind_in_place",
+    POOL_OUTSIDE_AFFINITY => "flms_pool_outside_affinity",
+    BALANCE_SIBLING => "flms_balance_sibling",
+    BALANCE_SAME_SOCKET => "flms_balance_same_socket_above_a",
+    BALANCE_OTHER_SOCKET => "flms_balance_other_socket_above_b",
+    BALANCE_NONE => "flms_balance_none_busy_enough",
+    BALANCE_NOTHING_TO_TAKE => "flms_balance_nothing_to_take",
+    VICTIM_SP => "flms_victim_sp_smallest_io_boost",
+    VICTIM_LP => "flms_victim_lp_equalising_load",
+    DISPATCH_SHORT => "flms_dispatch_short_slice",
+    DISPATCH_LONG => "flms_dispatch_long_slice",
+    SAMPLED_WAITING => "flms_sampled_waiting_vcpu",
+}
 
 /// The number of SPs (eqs. 3-4 plus the minimum pool sizes; see the header).
 pub fn sp_count(est_io: f64, est_cpu: f64, pnum: usize, has_io: bool, has_cpu: bool) -> usize {

@@ -99,7 +99,7 @@ pub(super) fn check_reserved_count(t: &Table, name: &str, default: u64, ncpus: u
 }
 
 /// How a static split of the host into reserved pCPUs (for latency vCPUs) and the rest
-/// went; counts per decision.
+/// went; counts per decision (each variant reports them as its set-up counters).
 #[derive(Clone, Debug, Default)]
 pub(super) struct Split {
     /// The reserved pCPUs; None when there are no latency vCPUs (nothing reserved).
@@ -107,20 +107,6 @@ pub(super) struct Split {
     pub latency_bound: u64,
     pub others_excluded: u64,
     pub kept_affinity: u64,
-}
-
-impl Split {
-    /// The four set-up counters io-bound and vturbo both keep, in their order: latency
-    /// vCPUs bound to the reserved pCPUs, other vCPUs kept off them, vCPUs that kept their
-    /// affinity, and whether nothing was split (no latency vCPUs).
-    pub fn counts(&self) -> [u64; 4] {
-        [
-            self.latency_bound,
-            self.others_excluded,
-            self.kept_affinity,
-            u64::from(self.reserved.is_none()),
-        ]
-    }
 }
 
 /// Reserves the last `count` pCPUs for the latency vCPUs and binds every vCPU of `c` to
@@ -208,15 +194,13 @@ pub(super) fn split_starvation_bound(
     }
 }
 
-/// The set-up counters, in `Split::counts` order.
-const NCOUNTERS: usize = 4;
-
-const COUNTER_NAMES: [&str; NCOUNTERS] = [
-    "latency_vcpu_bound_to_reserved",
-    "other_vcpu_kept_off_reserved",
-    "pool_kept_affinity",
-    "no_latency_vcpus_plain_credit",
-];
+// The set-up counters (see the header).
+super::counters::declare_counters! {
+    LATENCY_BOUND => "latency_vcpu_bound_to_reserved",
+    OTHER_KEPT_OFF => "other_vcpu_kept_off_reserved",
+    KEPT_AFFINITY => "pool_kept_affinity",
+    NOT_SPLIT => "no_latency_vcpus_plain_credit",
+}
 
 /// The policy: the split, made once at `init`.
 pub struct IoBound {
@@ -239,7 +223,11 @@ impl IoBound {
 impl CreditPolicy for IoBound {
     fn init(c: &mut Credit<Self>, ctx: &mut SchedCtx) {
         let split = split_pools(c, ctx, c.policy.io_pcpus);
-        c.policy.counters.values = split.counts();
+        let counts = &mut c.policy.counters.values;
+        counts[LATENCY_BOUND] = split.latency_bound;
+        counts[OTHER_KEPT_OFF] = split.others_excluded;
+        counts[KEPT_AFFINITY] = split.kept_affinity;
+        counts[NOT_SPLIT] = u64::from(split.reserved.is_none());
         c.policy.split = split.reserved.is_some();
     }
 

@@ -92,11 +92,10 @@ pub fn check_params(t: &Table) -> Res<()> {
     Ok(())
 }
 
-const MICRO_SLICED: usize = 0;
-const NORMAL_SLICE: usize = 1;
-const NCOUNTERS: usize = 2;
-
-const COUNTER_NAMES: [&str; NCOUNTERS] = ["micro_sliced_vcpus", "normal_slice_vcpus"];
+super::counters::declare_counters! {
+    MICRO_SLICED => "micro_sliced_vcpus",
+    NORMAL_SLICE => "normal_slice_vcpus",
+}
 
 pub struct VSlicer {
     slicing_factor: u64,

@@ -113,15 +113,13 @@ pub fn check_host(t: &Table, ncpus: usize) -> Res<()> {
     check_reserved_count(t, "turbo_pcpus", 1, ncpus)
 }
 
-/// The set-up counters, in `Split::counts` order.
-const NCOUNTERS: usize = 4;
-
-const COUNTER_NAMES: [&str; NCOUNTERS] = [
-    "io_vcpu_on_turbo_cores",
-    "other_vcpu_on_regular_cores",
-    "pool_kept_affinity",
-    "no_latency_vcpus_plain_credit",
-];
+// The set-up counters (see the header).
+super::counters::declare_counters! {
+    IO_ON_TURBO => "io_vcpu_on_turbo_cores",
+    OTHER_ON_REGULAR => "other_vcpu_on_regular_cores",
+    KEPT_AFFINITY => "pool_kept_affinity",
+    NOT_SPLIT => "no_latency_vcpus_plain_credit",
+}
 
 pub struct VTurbo {
     turbo_pcpus: usize,
@@ -155,7 +153,11 @@ impl CreditPolicy for VTurbo {
                 }
             }
         }
-        c.policy.counters.values = split.counts();
+        let counts = &mut c.policy.counters.values;
+        counts[IO_ON_TURBO] = split.latency_bound;
+        counts[OTHER_ON_REGULAR] = split.others_excluded;
+        counts[KEPT_AFFINITY] = split.kept_affinity;
+        counts[NOT_SPLIT] = u64::from(split.reserved.is_none());
         c.policy.split = split.reserved.is_some();
     }
 
