@@ -61,6 +61,7 @@
 
 use super::fair::{Fair, Policy, Tunables};
 use super::{ParamInfo, ParamKind, Params};
+use crate::time::SimDuration;
 
 pub const DESCRIPTION: &str = "Linux 4.15 CFS: vruntime queues, buddies, yield_to as upstream, load balancing, optional cgroup per VM";
 
@@ -132,12 +133,12 @@ pub fn new(p: &Params) -> Fair {
     Fair::new(
         Policy::Cfs,
         Tunables {
-            latency: p.duration("latency").ns(),
-            min_granularity: p.duration("min_granularity").ns(),
-            wakeup_granularity: p.duration("wakeup_granularity").ns(),
-            base_slice: 0,
-            tick: p.duration("tick").ns(),
-            migration_cost: p.duration("migration_cost").ns(),
+            latency: p.duration("latency"),
+            min_granularity: p.duration("min_granularity"),
+            wakeup_granularity: p.duration("wakeup_granularity"),
+            base_slice: SimDuration::ZERO,
+            tick: p.duration("tick"),
+            migration_cost: p.duration("migration_cost"),
             group_per_vm: p.bool("group_per_vm"),
             tunable_scaling: p.bool("tunable_scaling"),
             gentle_fair_sleepers: p.bool("gentle_fair_sleepers"),

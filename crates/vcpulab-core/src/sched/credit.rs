@@ -135,7 +135,7 @@ use super::{
     SchedView, Scheduler, TaskId,
 };
 use crate::reader::{Res, Table};
-use crate::time::{SimDuration, NS_PER_MS, NS_PER_US};
+use crate::time::{SimDuration, SimTime, NS_PER_MS};
 use crate::topology::{CpuSet, Distance, Topology};
 use std::collections::VecDeque;
 
@@ -158,8 +158,8 @@ pub const PARAMS: &[ParamInfo] = &[
 
 /// Credits per millisecond of pCPU time (`CSCHED_CREDITS_PER_MSEC`).
 pub const CREDITS_PER_MSEC: i64 = 10;
-/// Nanoseconds of pCPU time per credit.
-const NS_PER_CREDIT: u64 = NS_PER_MS / CREDITS_PER_MSEC as u64;
+/// The pCPU time one credit pays for (100 us).
+pub const TIME_PER_CREDIT: SimDuration = SimDuration::from_ns(NS_PER_MS / CREDITS_PER_MSEC as u64);
 /// Ticks per slice (`CSCHED_TICKS_PER_TSLICE`); one for slices under 3 ms.
 const TICKS_PER_TSLICE: u64 = 3;
 
@@ -176,17 +176,17 @@ pub fn tick_ns(params: &toml::Table) -> u64 {
         .and_then(|v| v.as_integer())
         .unwrap_or(30)
         .clamp(1, 1000) as u64;
-    tick_of(tslice_ms)
+    tick_of(tslice_ms).ns()
 }
 
 /// The tick for a slice of `tslice_ms`: a third of it, or all of it below 3 ms.
-fn tick_of(tslice_ms: u64) -> u64 {
+fn tick_of(tslice_ms: u64) -> SimDuration {
     let ticks = if tslice_ms < TICKS_PER_TSLICE {
         1
     } else {
         TICKS_PER_TSLICE
     };
-    tslice_ms * NS_PER_MS / ticks
+    SimDuration::from_ms(tslice_ms) / ticks
 }
 
 /// Checks the parameters beyond their types (Xen's sysctl limits).
@@ -453,16 +453,16 @@ pub struct Credit<P: CreditPolicy = Plain> {
     /// What a Credit-derived scheduler changes (see `CreditPolicy`).
     pub(super) policy: P,
     // global
-    pub(super) tslice: u64,
-    pub(super) tick: u64,
-    pub(super) ratelimit: u64,
+    pub(super) tslice: SimDuration,
+    pub(super) tick: SimDuration,
+    pub(super) ratelimit: SimDuration,
     pub(super) credits_per_tslice: i64,
     /// The period's credit: slice credits x pCPUs (`prv->credit`).
     pub(super) credit: i64,
     pub(super) credit_balance: i64,
     /// Accounting passes so far; a pCPU resorts its queue when it has not seen the latest.
     pub(super) runq_sort: u64,
-    pub(super) next_acct: u64,
+    pub(super) next_acct: SimTime,
     /// Domains with active vCPUs, in list order.
     pub(super) active_doms: Vec<u32>,
     pub(super) idlers: CpuSet,
@@ -474,8 +474,8 @@ pub struct Credit<P: CreditPolicy = Plain> {
     pub(super) runq: Vec<VecDeque<TaskId>>,
     pub(super) curr: Vec<Option<TaskId>>,
     pub(super) runq_sort_last: Vec<u64>,
-    pub(super) next_tick: Vec<Option<u64>>,
-    pub(super) slice_end: Vec<Option<u64>>,
+    pub(super) next_tick: Vec<Option<SimTime>>,
+    pub(super) slice_end: Vec<Option<SimTime>>,
     pub(super) idle_bias: Vec<usize>,
     /// pCPUs of each NUMA node, in id order.
     pub(super) node_cpus: Vec<Vec<usize>>,
@@ -495,11 +495,11 @@ pub struct Credit<P: CreditPolicy = Plain> {
     pub(super) parked: Vec<bool>,
     pub(super) migrating: Vec<bool>,
     /// When it was put on its pCPU (for the rate limit).
-    pub(super) run_start: Vec<u64>,
+    pub(super) run_start: Vec<SimTime>,
     /// Paid for up to here while running.
-    pub(super) paid_to: Vec<u64>,
-    /// Run time not yet paid for, below one credit (ns).
-    pub(super) residual: Vec<u64>,
+    pub(super) paid_to: Vec<SimTime>,
+    /// Run time not yet paid for, below one credit.
+    pub(super) residual: Vec<SimDuration>,
     /// For an active vCPU of a capped domain: its credit after the last accounting pass
     /// and whether that pass left it parked (see `check`).
     pub(super) cap_mark: Vec<Option<(i64, bool)>>,
@@ -513,10 +513,10 @@ pub struct Credit<P: CreditPolicy = Plain> {
     pub(super) node_aff: Vec<Option<CpuSet>>,
     /// Some domain has a node affinity (else the node step is skipped everywhere).
     pub(super) any_node_aff: bool,
-    /// Each vCPU's time slice (ns): `tslice` unless the policy gives it another.
-    pub(super) slice_of: Vec<u64>,
-    /// Each vCPU's rate limit (ns): `ratelimit` unless the policy gives it another.
-    pub(super) ratelimit_of: Vec<u64>,
+    /// Each vCPU's time slice: `tslice` unless the policy gives it another.
+    pub(super) slice_of: Vec<SimDuration>,
+    /// Each vCPU's rate limit: `ratelimit` unless the policy gives it another.
+    pub(super) ratelimit_of: Vec<SimDuration>,
 }
 
 /// The hooks through which `flms`, `vslicer`, `vturbo` and `io-bound` change Credit. Each
@@ -583,14 +583,14 @@ impl<P: CreditPolicy> Credit<P> {
             maybe_queued: CpuSet::empty(1),
             slice_of: vec![],
             ratelimit_of: vec![],
-            tslice: tslice_ms * NS_PER_MS,
+            tslice: SimDuration::from_ms(tslice_ms),
             tick: tick_of(tslice_ms),
-            ratelimit: p.int("ratelimit_us").max(0) as u64 * NS_PER_US,
+            ratelimit: SimDuration::from_us(p.int("ratelimit_us").max(0) as u64),
             credits_per_tslice: CREDITS_PER_MSEC * tslice_ms as i64,
             credit: 0,
             credit_balance: 0,
             runq_sort: 0,
-            next_acct: 0,
+            next_acct: SimTime::ZERO,
             active_doms: vec![],
             idlers: CpuSet::empty(1),
             last_tickle: 0,
@@ -623,7 +623,7 @@ impl<P: CreditPolicy> Credit<P> {
     }
 
     pub(super) fn tick_credits(&self) -> i64 {
-        (self.tick / NS_PER_CREDIT) as i64
+        (self.tick / TIME_PER_CREDIT) as i64
     }
 
     pub(super) fn cur_pri(&self, cpu: usize) -> i8 {
@@ -668,12 +668,12 @@ impl<P: CreditPolicy> Credit<P> {
     }
 
     /// `burn_credits`: the running vCPU pays for the time since it last paid.
-    pub(super) fn burn(&mut self, t: TaskId, now: u64) {
+    pub(super) fn burn(&mut self, t: TaskId, now: SimTime) {
         let ti = t as usize;
-        let ran = now.saturating_sub(self.paid_to[ti]) + self.residual[ti];
-        let credits = (ran / NS_PER_CREDIT) as i64;
+        let ran = now.since(self.paid_to[ti]) + self.residual[ti];
+        let credits = (ran / TIME_PER_CREDIT) as i64;
         self.credit_of[ti] -= credits;
-        self.residual[ti] = ran % NS_PER_CREDIT;
+        self.residual[ti] = ran % TIME_PER_CREDIT;
         self.paid_to[ti] = now;
         P::charged(self, t, credits);
     }
@@ -685,13 +685,13 @@ impl<P: CreditPolicy> Credit<P> {
             (a, b) => a.or(b),
         };
         match at {
-            Some(at) => ctx.set_timer(cpu as CpuId, crate::time::SimTime(at)),
+            Some(at) => ctx.set_timer(cpu as CpuId, at),
             None => ctx.cancel_timer(cpu as CpuId),
         }
     }
 
-    pub(super) fn next_grid_tick(&self, now: u64) -> u64 {
-        (now / self.tick + 1) * self.tick
+    pub(super) fn next_grid_tick(&self, now: SimTime) -> SimTime {
+        now.first_multiple_after(self.tick)
     }
 
     pub(super) fn acct_start(&mut self, t: TaskId) {
@@ -896,7 +896,7 @@ impl<P: CreditPolicy> Credit<P> {
                 self.pri[ti] = PRI_UNDER;
                 self.counters.bump(TICK_BOOST_END);
             }
-            self.burn(t, ctx.now.ns());
+            self.burn(t, ctx.now);
             if !self.active[ti] {
                 self.acct_start(t);
                 self.counters.bump(TICK_ACTIVATE);
@@ -1117,12 +1117,12 @@ impl<P: CreditPolicy> Scheduler for Credit<P> {
         self.on_runq = vec![false; nt];
         self.parked = vec![false; nt];
         self.migrating = vec![false; nt];
-        self.run_start = vec![0; nt];
-        self.paid_to = vec![0; nt];
-        self.residual = vec![0; nt];
+        self.run_start = vec![SimTime::ZERO; nt];
+        self.paid_to = vec![SimTime::ZERO; nt];
+        self.residual = vec![SimDuration::ZERO; nt];
         self.cap_mark = vec![None; nt];
-        self.next_acct = ctx.now.ns() + self.tslice + self.tick / 2;
-        ctx.set_global_timer(crate::time::SimTime(self.next_acct));
+        self.next_acct = ctx.now + self.tslice + self.tick / 2;
+        ctx.set_global_timer(self.next_acct);
     }
 
     fn wake(&mut self, ctx: &mut SchedCtx, t: TaskId) {
@@ -1143,7 +1143,7 @@ impl<P: CreditPolicy> Scheduler for Credit<P> {
     }
 
     fn block(&mut self, ctx: &mut SchedCtx, cpu: CpuId, t: TaskId) {
-        self.burn(t, ctx.now.ns());
+        self.burn(t, ctx.now);
         if self.curr[cpu as usize] == Some(t) {
             self.curr[cpu as usize] = None;
         }
@@ -1160,15 +1160,15 @@ impl<P: CreditPolicy> Scheduler for Credit<P> {
         cpu: CpuId,
         prev: Option<TaskId>,
     ) -> Option<TaskId> {
-        let now = ctx.now.ns();
+        let now = ctx.now;
         let c = cpu as usize;
         if let Some(p) = prev {
             self.burn(p, now);
             let runnable = self.xen_runnable(ctx.view, p);
             let ratelimit = self.ratelimit_of[p as usize];
             if runnable
-                && ratelimit > 0
-                && now.saturating_sub(self.run_start[p as usize]) < ratelimit
+                && ratelimit > SimDuration::ZERO
+                && now.since(self.run_start[p as usize]) < ratelimit
             {
                 self.counters.bump(RATELIMITED);
                 self.slice_end[c] = Some(now + ratelimit);
@@ -1236,7 +1236,7 @@ impl<P: CreditPolicy> Scheduler for Credit<P> {
     }
 
     fn timer(&mut self, ctx: &mut SchedCtx, cpu: CpuId) {
-        let now = ctx.now.ns();
+        let now = ctx.now;
         let c = cpu as usize;
         if self.next_tick[c].is_some_and(|t| t <= now) {
             self.tick(ctx, c);
@@ -1255,7 +1255,7 @@ impl<P: CreditPolicy> Scheduler for Credit<P> {
         self.acct(ctx);
         P::after_acct(self, ctx);
         self.next_acct += self.tslice;
-        ctx.set_global_timer(crate::time::SimTime(self.next_acct));
+        ctx.set_global_timer(self.next_acct);
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
@@ -1270,7 +1270,7 @@ impl<P: CreditPolicy> Scheduler for Credit<P> {
     /// slice's worth plus tick lag) at its smallest possible rate per period — its
     /// weight's share of the host with every vCPU active, or its slice of the cap.
     fn starvation_bound(&self, view: &SchedView) -> Option<SimDuration> {
-        let base = proportional_share_bound(view, SimDuration(self.tslice + self.tick));
+        let base = proportional_share_bound(view, self.tslice + self.tick);
         let total_w: u64 = (0..self.dom_vcpus.len())
             .map(|d| self.dom_weight[d] as u64 * self.dom_vcpus[d] as u64)
             .sum();
@@ -1289,7 +1289,7 @@ impl<P: CreditPolicy> Scheduler for Credit<P> {
             }
             periods = periods.max(debt.div_ceil(earn.max(1)) + 2);
         }
-        let bound = base + SimDuration(periods.saturating_mul(self.tslice));
+        let bound = base + self.tslice.saturating_mul(periods);
         P::starvation_bound(self, view, Some(bound))
     }
 
@@ -1362,7 +1362,7 @@ pub(super) fn started<P: CreditPolicy>(
         ..Default::default()
     };
     sched.init(&mut SchedCtx {
-        now: crate::time::SimTime(0),
+        now: SimTime::ZERO,
         view,
         out: &mut out,
     });

@@ -37,6 +37,7 @@
 
 use super::fair::{Fair, Policy, Tunables};
 use super::{ParamInfo, ParamKind, Params};
+use crate::time::SimDuration;
 
 pub const DESCRIPTION: &str = "Linux 6.6+ EEVDF: eligibility by lag, earliest virtual deadline, 6.6 or 6.14 buddy rule, yield_to";
 
@@ -86,12 +87,12 @@ pub fn new(p: &Params) -> Fair {
     Fair::new(
         Policy::Eevdf { pick_buddy },
         Tunables {
-            latency: 6_000_000,
-            min_granularity: 750_000,
-            wakeup_granularity: 1_000_000,
-            base_slice: p.duration("base_slice").ns(),
-            tick: p.duration("tick").ns(),
-            migration_cost: p.duration("migration_cost").ns(),
+            latency: SimDuration::from_ms(6),
+            min_granularity: SimDuration::from_us(750),
+            wakeup_granularity: SimDuration::from_ms(1),
+            base_slice: p.duration("base_slice"),
+            tick: p.duration("tick"),
+            migration_cost: p.duration("migration_cost"),
             group_per_vm: p.bool("group_per_vm"),
             tunable_scaling: p.bool("tunable_scaling"),
             gentle_fair_sleepers: true,

@@ -6,7 +6,7 @@
 //! The rules and their kernel sources are written down in `cfs.rs` and `eevdf.rs`.
 
 use super::{CpuId, SchedCtx, Scheduler, TaskId, YieldRequest, YieldResult};
-use crate::time::SimDuration;
+use crate::time::{SimDuration, SimTime};
 use std::collections::BTreeSet;
 
 pub const NICE_0_LOAD: u64 = 1024;
@@ -25,12 +25,12 @@ pub enum Policy {
 /// Tunables, already scaled by 1 + ilog2(min(ncpus, 8)).
 #[derive(Clone, Debug)]
 pub struct Tunables {
-    pub latency: u64,
-    pub min_granularity: u64,
-    pub wakeup_granularity: u64,
-    pub base_slice: u64,
-    pub tick: u64,
-    pub migration_cost: u64,
+    pub latency: SimDuration,
+    pub min_granularity: SimDuration,
+    pub wakeup_granularity: SimDuration,
+    pub base_slice: SimDuration,
+    pub tick: SimDuration,
+    pub migration_cost: SimDuration,
     pub group_per_vm: bool,
     /// Scale latency, granularities and base slice by 1 + ilog2(min(ncpus, 8)).
     pub tunable_scaling: bool,
@@ -78,9 +78,9 @@ struct Entity {
     on_rq: bool,
     /// The run queue this entity is queued on (valid when on_rq or last queued there).
     rq: u32,
-    exec_start: u64,
-    sum_exec: u64,
-    prev_sum_exec: u64,
+    exec_start: SimTime,
+    sum_exec: SimDuration,
+    prev_sum_exec: SimDuration,
     /// Group entity: its own run queue.
     child: Option<u32>,
     /// EEVDF RUN_TO_PARITY: picked with this deadline; protected until it changes.
@@ -118,11 +118,11 @@ pub struct Fair {
     cpu_tasks: Vec<BTreeSet<TaskId>>,
     /// pCPUs with nothing queued or running.
     idle_cpus: BTreeSet<u32>,
-    last_balance: Vec<[u64; 3]>,
+    last_balance: Vec<[SimTime; 3]>,
     /// `rq->avg_idle`: EWMA (1/8) of idle period lengths, capped at 2 x migration_cost.
-    avg_idle: Vec<u64>,
+    avg_idle: Vec<SimDuration>,
     /// When the pCPU went idle, while it is idle.
-    idle_since: Vec<Option<u64>>,
+    idle_since: Vec<Option<SimTime>>,
     nr_balance_failed: Vec<[u32; 3]>,
     /// Active balance: the running task of this pCPU is to move to that pCPU when it
     /// next reschedules.
@@ -130,7 +130,7 @@ pub struct Fair {
     // per task
     task_cpu: Vec<u32>,
     /// When the balancer last moved the task (hysteresis standing in for PELT smoothing).
-    pulled_at: Vec<u64>,
+    pulled_at: Vec<SimTime>,
     /// Not yet queued since the run started: its first wake is `wake_up_new_task`.
     never_queued: Vec<bool>,
     task_vm: Vec<u32>,
@@ -215,14 +215,14 @@ impl Fair {
         // Stagger balancing by one tick per pCPU, so two pCPUs never balance against each
         // other in the same instant (and undo each other's pull before the task runs).
         self.last_balance = (0..self.ncpus as u64)
-            .map(|c| [c * self.tun.tick; 3])
+            .map(|c| [SimTime::ZERO + self.tun.tick * c; 3])
             .collect();
         self.nr_balance_failed = vec![[0; 3]; self.ncpus];
-        self.avg_idle = vec![2 * self.tun.migration_cost; self.ncpus];
-        self.idle_since = vec![Some(0); self.ncpus];
+        self.avg_idle = vec![self.tun.migration_cost * 2; self.ncpus];
+        self.idle_since = vec![Some(SimTime::ZERO); self.ncpus];
         self.active_move = vec![None; self.ncpus];
         self.task_vm = v.tasks.iter().map(|t| t.vm).collect();
-        self.pulled_at = vec![0; self.ntasks];
+        self.pulled_at = vec![SimTime::ZERO; self.ntasks];
         self.never_queued = vec![true; self.ntasks];
         self.task_cpu = v
             .tasks
@@ -272,19 +272,19 @@ impl Fair {
         (self.ents[e as usize].vruntime, e)
     }
 
-    fn calc_delta_fair(delta: u64, weight: u64) -> i64 {
-        (delta as u128 * NICE_0_LOAD as u128 / weight.max(1) as u128) as i64
+    fn calc_delta_fair(delta: SimDuration, weight: u64) -> i64 {
+        (delta.ns() as u128 * NICE_0_LOAD as u128 / weight.max(1) as u128) as i64
     }
 
     /// Charges the running entity of `rq` for time since its last update.
     fn update_curr(&mut self, ctx: &mut SchedCtx, rq: u32, cpu: u32) {
-        let now = ctx.now.0;
+        let now = ctx.now;
         let Some(c) = self.rqs[rq as usize].curr else {
             return;
         };
         let e = &mut self.ents[c as usize];
-        let delta = now.saturating_sub(e.exec_start);
-        if delta > 0 {
+        let delta = now.since(e.exec_start);
+        if delta > SimDuration::ZERO {
             e.exec_start = now;
             e.sum_exec += delta;
             e.vruntime += Self::calc_delta_fair(delta, e.weight);
@@ -364,7 +364,7 @@ impl Fair {
                     } else {
                         self.tun.latency
                     };
-                    v -= thresh as i64;
+                    v -= thresh.ns() as i64;
                 }
                 let ent = &mut self.ents[e as usize];
                 ent.vruntime = if initial { v } else { ent.vruntime.max(v) };
@@ -390,24 +390,25 @@ impl Fair {
     }
 
     /// CFS `sched_slice`: the entity's share of the period, through the hierarchy.
-    fn sched_slice(&self, rq: u32, e: u32) -> u64 {
+    fn sched_slice(&self, rq: u32, e: u32) -> SimDuration {
         let r = &self.rqs[rq as usize];
         let on = self.ents[e as usize].on_rq;
         let nr = r.nr_running + u64::from(!on);
         let period = if nr > SCHED_NR_LATENCY {
-            nr * self.tun.min_granularity
+            self.tun.min_granularity * nr
         } else {
             self.tun.latency
         };
         let load = r.load + if on { 0 } else { self.ents[e as usize].weight };
-        let mut slice = period as u128 * self.ents[e as usize].weight as u128 / load.max(1) as u128;
+        let mut slice =
+            period.ns() as u128 * self.ents[e as usize].weight as u128 / load.max(1) as u128;
         if rq as usize >= self.ncpus {
             // A group queue: scale by the group entity's share of the root.
             let ge = &self.ents[self.ntasks + rq as usize - self.ncpus];
             let root = &self.rqs[ge.rq as usize];
             slice = slice * ge.weight as u128 / root.load.max(ge.weight) as u128;
         }
-        slice as u64
+        SimDuration(slice as u64)
     }
 
     fn enqueue_entity(
@@ -441,7 +442,7 @@ impl Fair {
             let v = self.avg_vruntime(rq);
             let ent = &self.ents[e as usize];
             let limit =
-                Self::calc_delta_fair((2 * self.tun.base_slice).max(self.tun.tick), ent.weight);
+                Self::calc_delta_fair((self.tun.base_slice * 2).max(self.tun.tick), ent.weight);
             self.ents[e as usize].vlag = (v - ent.vruntime).clamp(-limit, limit);
         }
         self.clear_buddies(rq, e);
@@ -569,7 +570,7 @@ impl Fair {
     /// `attach_task`: a pulled task may preempt the destination's current task at once
     /// (`check_preempt_curr`), as a wake-up would.
     fn pull_task(&mut self, ctx: &mut SchedCtx, t: TaskId, to: u32) {
-        self.pulled_at[t as usize] = ctx.now.0.max(1);
+        self.pulled_at[t as usize] = ctx.now.max(SimTime(1));
         self.migrate_task(ctx, t, to);
         self.check_preempt_wakeup(ctx, t, to);
     }
@@ -667,7 +668,7 @@ impl Fair {
         Some(se)
     }
 
-    fn set_next_entity(&mut self, rq: u32, e: u32, now: u64) {
+    fn set_next_entity(&mut self, rq: u32, e: u32, now: SimTime) {
         let key = self.key(e);
         let r = &mut self.rqs[rq as usize];
         r.tree.remove(&key);
@@ -702,7 +703,7 @@ impl Fair {
 
     /// Picks the task to run on `cpu`, descending from the root queue.
     fn pick_task(&mut self, ctx: &mut SchedCtx, cpu: u32) -> Option<TaskId> {
-        let now = ctx.now.0;
+        let now = ctx.now;
         let mut rq = cpu;
         loop {
             let e = self.pick_entity(rq)?;
@@ -856,17 +857,17 @@ impl Fair {
         match self.pick_task(ctx, cpu) {
             Some(t) => {
                 if let Some(since) = self.idle_since[cpu as usize].take() {
-                    let idle = ctx.now.0 - since;
-                    let avg = self.avg_idle[cpu as usize] as i64;
-                    let new = (avg + (idle as i64 - avg) / 8) as u64;
-                    self.avg_idle[cpu as usize] = new.min(2 * self.tun.migration_cost);
+                    let idle = ctx.now.since(since).ns();
+                    let avg = self.avg_idle[cpu as usize].ns() as i64;
+                    let new = SimDuration((avg + (idle as i64 - avg) / 8) as u64);
+                    self.avg_idle[cpu as usize] = new.min(self.tun.migration_cost * 2);
                 }
                 self.running[cpu as usize] = Some(t);
-                ctx.set_timer(cpu, ctx.now + SimDuration(self.tun.tick));
+                ctx.set_timer(cpu, ctx.now + self.tun.tick);
                 Some(t)
             }
             None => {
-                self.idle_since[cpu as usize].get_or_insert(ctx.now.0);
+                self.idle_since[cpu as usize].get_or_insert(ctx.now);
                 self.counters.bump(C_PICK_IDLE);
                 ctx.cancel_timer(cpu);
                 None
@@ -905,7 +906,7 @@ impl Fair {
                 }
             }
         }
-        ctx.set_timer(cpu, ctx.now + SimDuration(self.tun.tick));
+        ctx.set_timer(cpu, ctx.now + self.tun.tick);
     }
 
     fn check_preempt_tick(&mut self, ctx: &mut SchedCtx, rq: u32, curr: u32, cpu: u32) {
@@ -923,7 +924,7 @@ impl Fair {
         }
         if let Some(&(lv, _)) = self.rqs[rq as usize].tree.first() {
             let delta = e.vruntime - lv;
-            if delta > ideal as i64 {
+            if delta > ideal.ns() as i64 {
                 self.counters.bump(C_TICK_PREEMPT);
                 ctx.resched(cpu);
             }
@@ -1030,14 +1031,14 @@ impl Fair {
         v
     }
 
-    fn cache_hot(&self, t: TaskId, now: u64) -> bool {
-        now.saturating_sub(self.ents[t as usize].exec_start) < self.tun.migration_cost
-            && self.ents[t as usize].sum_exec > 0
+    fn cache_hot(&self, t: TaskId, now: SimTime) -> bool {
+        now.since(self.ents[t as usize].exec_start) < self.tun.migration_cost
+            && self.ents[t as usize].sum_exec > SimDuration::ZERO
     }
 
     /// Pulls one queued task to an idle `cpu` from the busiest pCPU, innermost domain first.
     fn newidle_balance(&mut self, ctx: &mut SchedCtx, cpu: u32, ignore_hot: bool) {
-        let now = ctx.now.0;
+        let now = ctx.now;
         for level in 0..3 {
             let busiest = self.domains[cpu as usize][level]
                 .iter()
@@ -1059,14 +1060,14 @@ impl Fair {
 
     /// Periodic balancing from a busy pCPU's tick, per domain at its interval.
     fn periodic_balance(&mut self, ctx: &mut SchedCtx, cpu: u32) {
-        let now = ctx.now.0;
+        let now = ctx.now;
         for level in 0..3 {
             let span = self.domains[cpu as usize][level].len() as u64;
             if span <= 1 {
                 continue;
             }
             // Interval: the domain's weight in ms, times busy_factor 32 on a busy pCPU.
-            let interval = span * 1_000_000 * 32;
+            let interval = SimDuration::from_ms(span) * 32;
             if now < self.last_balance[cpu as usize][level] + interval {
                 continue;
             }
@@ -1095,7 +1096,8 @@ impl Fair {
                 .into_iter()
                 .filter(|&t| ctx.allowed(t, cpu) && (allow_hot || !self.cache_hot(t, now)))
                 .filter(|&t| {
-                    self.pulled_at[t as usize] == 0 || now >= self.pulled_at[t as usize] + interval
+                    self.pulled_at[t as usize] == SimTime::ZERO
+                        || now >= self.pulled_at[t as usize] + interval
                 })
                 .collect();
             for t in cands {
@@ -1163,11 +1165,8 @@ impl Scheduler for Fair {
             .tun
             .latency
             .max(self.tun.min_granularity)
-            .max(2 * self.tun.base_slice + self.tun.tick);
-        Some(super::proportional_share_bound(
-            view,
-            crate::time::SimDuration(turn),
-        ))
+            .max(self.tun.base_slice * 2 + self.tun.tick);
+        Some(super::proportional_share_bound(view, turn))
     }
 }
 
@@ -1200,12 +1199,12 @@ mod tests {
 
     fn tunables() -> Tunables {
         Tunables {
-            latency: 6_000_000,
-            min_granularity: 750_000,
-            wakeup_granularity: 1_000_000,
-            base_slice: 750_000,
-            tick: 4_000_000,
-            migration_cost: 500_000,
+            latency: SimDuration(6_000_000),
+            min_granularity: SimDuration(750_000),
+            wakeup_granularity: SimDuration(1_000_000),
+            base_slice: SimDuration(750_000),
+            tick: SimDuration(4_000_000),
+            migration_cost: SimDuration(500_000),
             group_per_vm: false,
             tunable_scaling: false,
             gentle_fair_sleepers: true,

@@ -114,7 +114,7 @@
 use super::credit::{self, Credit, CreditPolicy};
 use super::{Counters, CpuId, ParamInfo, ParamKind, Params, SchedCtx, SchedView, TaskId};
 use crate::reader::{Res, Table};
-use crate::time::NS_PER_US;
+use crate::time::SimDuration;
 use crate::topology::{CpuSet, Topology};
 
 pub const DESCRIPTION: &str = "FLMS (Xen 4.4.2 Credit + latency/CPU pCPU pools resized by load, 1 ms short slices ordered by IO_Boost, sibling/socket-aware idle balancing)";
@@ -401,7 +401,7 @@ pub fn lp_victim(busy_src: f64, busy_dst: f64, cands: &[(TaskId, f64)]) -> Optio
 }
 
 pub struct Flms {
-    short_slice: u64,
+    short_slice: SimDuration,
     alpha: f64,
     beta: f64,
     balance_a: f64,
@@ -435,7 +435,7 @@ pub struct Flms {
 impl Flms {
     pub fn new(p: &Params) -> Flms {
         Flms {
-            short_slice: p.int("short_slice_us").max(1) as u64 * NS_PER_US,
+            short_slice: SimDuration::from_us(p.int("short_slice_us").max(1) as u64),
             alpha: p.float("alpha"),
             beta: p.float("beta"),
             balance_a: p.int("balance_a") as f64,
@@ -794,8 +794,8 @@ mod tests {
         assert_eq!(c.policy.for_io.iter().collect::<Vec<_>>(), vec![2]);
         assert_eq!(c.pool[0].iter().collect::<Vec<_>>(), vec![2]);
         assert_eq!(c.pool[3].iter().collect::<Vec<_>>(), vec![0, 1]);
-        assert_eq!(c.slice_of[0], 1_000_000);
-        assert_eq!(c.slice_of[3], 30_000_000);
+        assert_eq!(c.slice_of[0], SimDuration(1_000_000));
+        assert_eq!(c.slice_of[3], SimDuration(30_000_000));
         for (t, b) in [(0, 0.5), (1, 0.1), (2, 0.5), (3, 0.5), (4, 0.1), (5, 0.3)] {
             c.policy.io_boost[t] = b;
         }

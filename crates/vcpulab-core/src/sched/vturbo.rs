@@ -67,7 +67,7 @@ use super::credit::{Credit, CreditPolicy};
 use super::io_bound::{check_pools, check_reserved_count, split_pools, split_starvation_bound};
 use super::{Counters, ParamInfo, ParamKind, Params, SchedCtx, SchedView};
 use crate::reader::{Res, Table};
-use crate::time::{SimDuration, NS_PER_US};
+use crate::time::SimDuration;
 
 pub const DESCRIPTION: &str = "vTurbo (Xu et al., ATC 2013): Xen Credit with turbo_pcpus turbo cores running only the VMs' I/O (latency) vCPUs in 0.1 ms slices, every other vCPU on the regular cores";
 
@@ -123,7 +123,7 @@ super::counters::declare_counters! {
 
 pub struct VTurbo {
     turbo_pcpus: usize,
-    turbo_slice_ns: u64,
+    turbo_slice: SimDuration,
     counters: Counters<NCOUNTERS>,
     /// Whether `init` split the host (there were latency vCPUs).
     split: bool,
@@ -133,7 +133,7 @@ impl VTurbo {
     pub fn new(p: &Params) -> VTurbo {
         VTurbo {
             turbo_pcpus: p.int("turbo_pcpus").max(1) as usize,
-            turbo_slice_ns: p.int("turbo_slice_us").max(1) as u64 * NS_PER_US,
+            turbo_slice: SimDuration::from_us(p.int("turbo_slice_us").max(1) as u64),
             counters: Counters::new(COUNTER_NAMES),
             split: false,
         }
@@ -148,8 +148,8 @@ impl CreditPolicy for VTurbo {
                 // Only an I/O vCPU actually confined to turbo cores gets the turbo slice
                 // (one that kept its affinity is an ordinary vCPU).
                 if ctx.view.tasks[t].latency_vcpu && c.pool[t].subtract(turbo).is_empty() {
-                    c.slice_of[t] = c.policy.turbo_slice_ns;
-                    c.ratelimit_of[t] = 0;
+                    c.slice_of[t] = c.policy.turbo_slice;
+                    c.ratelimit_of[t] = SimDuration::ZERO;
                 }
             }
         }
