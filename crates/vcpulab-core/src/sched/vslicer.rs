@@ -44,9 +44,9 @@
 //!   for an LSVM is every vCPU (the same thing) and for a MixVM its reserved vCPUs.
 //! - Credit's tick and accounting period are unchanged: the share stays Credit's.
 
+use super::credit::pools::check_pools;
 use super::credit::{Credit, CreditPolicy, TIME_PER_CREDIT};
-use super::io_bound::check_pools;
-use super::{Counters, ParamInfo, ParamKind, Params, SchedCtx, SchedView};
+use super::{Counters, ParamInfo, ParamKind, Params, SchedCtx, SchedView, TaskId};
 use crate::reader::{Res, Table};
 
 pub const DESCRIPTION: &str = "vSlicer (Xu et al., HPDC 2012): Xen Credit where latency vCPUs run in micro slices (tslice_ms / slicing_factor) at the same CPU share";
@@ -113,13 +113,13 @@ impl VSlicer {
 impl CreditPolicy for VSlicer {
     fn init(c: &mut Credit<Self>, ctx: &mut SchedCtx) {
         // At least one credit's worth, so a micro slice always pays something.
-        let micro = (c.tslice / c.policy.slicing_factor).max(TIME_PER_CREDIT);
+        let micro = (c.tslice() / c.policy().slicing_factor).max(TIME_PER_CREDIT);
         for (t, info) in ctx.view.tasks.iter().enumerate() {
             if info.latency_vcpu {
-                c.slice_of[t] = micro;
-                c.policy.counters.bump(MICRO_SLICED);
+                c.set_slice(t as TaskId, micro);
+                c.policy_mut().counters.bump(MICRO_SLICED);
             } else {
-                c.policy.counters.bump(NORMAL_SLICE);
+                c.policy_mut().counters.bump(NORMAL_SLICE);
             }
         }
     }

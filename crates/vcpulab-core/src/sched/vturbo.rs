@@ -63,9 +63,11 @@
 //! - Credit's tick and accounting period stay those of `tslice_ms` on every pCPU (the
 //!   turbo slice changes when a turn ends, not how credit is paid).
 
+use super::credit::pools::{
+    check_pools, check_reserved_count, split_pools, split_starvation_bound,
+};
 use super::credit::{Credit, CreditPolicy};
-use super::io_bound::{check_pools, check_reserved_count, split_pools, split_starvation_bound};
-use super::{Counters, ParamInfo, ParamKind, Params, SchedCtx, SchedView};
+use super::{Counters, ParamInfo, ParamKind, Params, SchedCtx, SchedView, TaskId};
 use crate::reader::{Res, Table};
 use crate::time::SimDuration;
 
@@ -142,23 +144,27 @@ impl VTurbo {
 
 impl CreditPolicy for VTurbo {
     fn init(c: &mut Credit<Self>, ctx: &mut SchedCtx) {
-        let split = split_pools(c, ctx, c.policy.turbo_pcpus);
+        let turbo_pcpus = c.policy().turbo_pcpus;
+        let split = split_pools(c, ctx, turbo_pcpus);
         if let Some(turbo) = &split.reserved {
-            for t in 0..c.pool.len() {
+            let turbo_slice = c.policy().turbo_slice;
+            for (t, info) in ctx.view.tasks.iter().enumerate() {
+                let t = t as TaskId;
                 // Only an I/O vCPU actually confined to turbo cores gets the turbo slice
                 // (one that kept its affinity is an ordinary vCPU).
-                if ctx.view.tasks[t].latency_vcpu && c.pool[t].subtract(turbo).is_empty() {
-                    c.slice_of[t] = c.policy.turbo_slice;
-                    c.ratelimit_of[t] = SimDuration::ZERO;
+                if info.latency_vcpu && c.pool(t).subtract(turbo).is_empty() {
+                    c.set_slice(t, turbo_slice);
+                    c.set_ratelimit(t, SimDuration::ZERO);
                 }
             }
         }
-        let counts = &mut c.policy.counters.values;
+        let v = c.policy_mut();
+        let counts = &mut v.counters.values;
         counts[IO_ON_TURBO] = split.latency_bound;
         counts[OTHER_ON_REGULAR] = split.others_excluded;
         counts[KEPT_AFFINITY] = split.kept_affinity;
         counts[NOT_SPLIT] = u64::from(split.reserved.is_none());
-        c.policy.split = split.reserved.is_some();
+        v.split = split.reserved.is_some();
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
@@ -175,6 +181,6 @@ impl CreditPolicy for VTurbo {
         _view: &SchedView,
         credit: Option<SimDuration>,
     ) -> Option<SimDuration> {
-        split_starvation_bound(c.policy.split, credit)
+        split_starvation_bound(c.policy().split, credit)
     }
 }
