@@ -213,6 +213,8 @@ pub trait FairPolicy: Sized {
     fn yield_task(f: &mut Fair<Self>, me: TaskId, cpu: u32);
 }
 
+/// A scheduling entity (`sched_entity`): a task, or with `group_per_vm` a VM's group on
+/// one pCPU.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Entity {
     pub(super) vruntime: i64,
@@ -231,6 +233,7 @@ pub(super) struct Entity {
     pub(super) protect: Option<i64>,
 }
 
+/// A run queue (`cfs_rq`): a pCPU's root queue or a group's own queue on one pCPU.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Rq {
     pub(super) tree: BTreeSet<(i64, u32)>,
@@ -296,7 +299,7 @@ impl<P: FairPolicy> Fair<P> {
         Fair {
             policy,
             tun,
-            counters: super::Counters::new(COUNTER_NAMES),
+            counters: Counters::new(COUNTER_NAMES),
             ncpus: 0,
             ntasks: 0,
             nvms: 0,
