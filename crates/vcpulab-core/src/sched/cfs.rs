@@ -334,7 +334,7 @@ impl Fair<Cfs> {
     fn check_preempt_tick(&mut self, ctx: &mut SchedCtx, rq: u32, curr: u32, cpu: u32) {
         let ideal = self.sched_slice(rq, curr);
         let e = &self.ents[curr as usize];
-        let ran = e.sum_exec - e.prev_sum_exec;
+        let ran = e.sum_exec.minus(e.prev_sum_exec);
         if ran > ideal {
             self.counters.bump(C_TICK_PREEMPT);
             ctx.resched(cpu);

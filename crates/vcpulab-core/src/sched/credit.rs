@@ -623,7 +623,7 @@ impl<P: CreditPolicy> Scheduler for Credit<P> {
         self.paid_to = vec![SimTime::ZERO; nt];
         self.residual = vec![SimDuration::ZERO; nt];
         self.cap_mark = vec![None; nt];
-        self.next_acct = ctx.now + self.tslice + self.tick / 2;
+        self.next_acct = ctx.now.plus(self.tslice).plus(self.tick / 2);
         ctx.set_global_timer(self.next_acct);
     }
 
@@ -673,7 +673,7 @@ impl<P: CreditPolicy> Scheduler for Credit<P> {
                 && now.since(self.run_start[p as usize]) < ratelimit
             {
                 self.counters.bump(RATELIMITED);
-                self.slice_end[c] = Some(now + ratelimit);
+                self.slice_end[c] = Some(now.plus(ratelimit));
                 self.arm(ctx, c);
                 return Some(p);
             }
@@ -717,7 +717,7 @@ impl<P: CreditPolicy> Scheduler for Credit<P> {
                     self.paid_to[n as usize] = now;
                 }
                 P::dispatched(self, n, c);
-                self.slice_end[c] = Some(now + self.slice_of[n as usize]);
+                self.slice_end[c] = Some(now.plus(self.slice_of[n as usize]));
                 if self.next_tick[c].is_none() {
                     self.next_tick[c] = Some(self.next_grid_tick(now));
                 }
@@ -756,7 +756,7 @@ impl<P: CreditPolicy> Scheduler for Credit<P> {
     fn global_timer(&mut self, ctx: &mut SchedCtx) {
         self.acct(ctx);
         P::after_acct(self, ctx);
-        self.next_acct += self.tslice;
+        self.next_acct = self.next_acct.plus(self.tslice);
         ctx.set_global_timer(self.next_acct);
     }
 
@@ -772,7 +772,7 @@ impl<P: CreditPolicy> Scheduler for Credit<P> {
     /// slice's worth plus tick lag) at its smallest possible rate per period — its
     /// weight's share of the host with every vCPU active, or its slice of the cap.
     fn starvation_bound(&self, view: &SchedView) -> Option<SimDuration> {
-        let base = proportional_share_bound(view, self.tslice + self.tick);
+        let base = proportional_share_bound(view, self.tslice.plus(self.tick));
         let total_w: u64 = (0..self.dom_vcpus.len())
             .map(|d| self.dom_weight[d] as u64 * self.dom_vcpus[d] as u64)
             .sum();

@@ -129,7 +129,7 @@ impl FairPolicy for Eevdf {
 
     /// A base slice, run at most 2 x base_slice + tick past its deadline (the lag limit).
     fn longest_turn(&self, tick: SimDuration) -> SimDuration {
-        self.period_floor.max(self.base_slice * 2 + tick)
+        self.period_floor.max((self.base_slice * 2).plus(tick))
     }
 
     /// PLACE_LAG: at V - lag x (W + w) / W (W: the queue's load, w: the entity's), the lag

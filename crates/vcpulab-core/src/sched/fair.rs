@@ -441,7 +441,7 @@ impl<P: FairPolicy> Fair<P> {
         let delta = now.since(e.exec_start);
         if delta > SimDuration::ZERO {
             e.exec_start = now;
-            e.sum_exec += delta;
+            e.sum_exec = e.sum_exec.plus(delta);
             e.vruntime += Self::calc_delta_fair(delta, e.weight);
         }
         P::update_deadline(self, ctx, rq, c, cpu);
@@ -793,7 +793,7 @@ impl<P: FairPolicy> Fair<P> {
         match self.pick_task(ctx, cpu) {
             Some(t) => {
                 if let Some(since) = self.idle_since[cpu as usize].take() {
-                    let idle = ctx.now.since(since).ns();
+                    let idle = ctx.now.minus(since).ns();
                     let avg = self.avg_idle[cpu as usize].ns() as i64;
                     let new = SimDuration((avg + (idle as i64 - avg) / 8) as u64);
                     self.avg_idle[cpu as usize] = new.min(self.tun.migration_cost * 2);

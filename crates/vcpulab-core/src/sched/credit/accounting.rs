@@ -91,7 +91,7 @@ impl<P: CreditPolicy> Credit<P> {
     /// `burn_credits`: the running vCPU pays for the time since it last paid.
     pub(super) fn burn(&mut self, t: TaskId, now: SimTime) {
         let ti = t as usize;
-        let ran = now.since(self.paid_to[ti]) + self.residual[ti];
+        let ran = now.since(self.paid_to[ti]).plus(self.residual[ti]);
         let credits = (ran / TIME_PER_CREDIT) as i64;
         self.credit_of[ti] -= credits;
         self.residual[ti] = ran % TIME_PER_CREDIT;

@@ -100,7 +100,7 @@ impl<P: FairPolicy> Fair<P> {
             }
             // Interval: the domain's weight in ms, times busy_factor 32 on a busy pCPU.
             let interval = SimDuration::from_ms(span) * 32;
-            if now < self.last_balance[cpu as usize][level] + interval {
+            if now < self.last_balance[cpu as usize][level].plus(interval) {
                 continue;
             }
             self.last_balance[cpu as usize][level] = now;
@@ -129,7 +129,7 @@ impl<P: FairPolicy> Fair<P> {
                 .filter(|&t| ctx.allowed(t, cpu) && (allow_hot || !self.cache_hot(t, now)))
                 .filter(|&t| {
                     self.pulled_at[t as usize] == SimTime::ZERO
-                        || now >= self.pulled_at[t as usize] + interval
+                        || now >= self.pulled_at[t as usize].plus(interval)
                 })
                 .collect();
             for t in cands {

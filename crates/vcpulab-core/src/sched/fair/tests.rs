@@ -155,3 +155,32 @@ fn first_wake_is_placed_as_a_new_task_later_ones_as_sleepers() {
 fn tunables_scale_with_log_of_cpus() {
     assert_eq!([1, 2, 4, 8, 64].map(scale_factor), [1, 2, 3, 4, 4]);
 }
+
+/// Each policy's longest turn (the starvation bound's) is the one both had when they
+/// shared CFS's tunables: max(latency, min_granularity, 2 x base_slice + tick), with
+/// EEVDF's latency and min_granularity at CFS's defaults and CFS's base slice 0, all
+/// scaled alike.
+#[test]
+fn longest_turns_keep_the_bound_of_the_shared_tunables() {
+    let tick = SimDuration::from_ms(4);
+    let shared = |latency: SimDuration, min_granularity: SimDuration, base_slice: SimDuration| {
+        latency.max(min_granularity).max(base_slice * 2 + tick)
+    };
+    for k in [1, 2, 3, 4] {
+        let mut c = cfs();
+        c.scale(k);
+        let want = shared(c.latency, c.min_granularity, SimDuration::ZERO);
+        assert_eq!(c.longest_turn(tick), want, "cfs, k {k}");
+        for base in [SimDuration::from_us(750), SimDuration::from_ms(10)] {
+            let mut e = Eevdf {
+                base_slice: base,
+                ..eevdf(true)
+            };
+            e.scale(k);
+            let (latency, min_granularity) =
+                (SimDuration::from_ms(6) * k, SimDuration::from_us(750) * k);
+            let want = shared(latency, min_granularity, e.base_slice);
+            assert_eq!(e.longest_turn(tick), want, "eevdf, k {k}, base {base}");
+        }
+    }
+}
