@@ -243,7 +243,11 @@ fn value(exp: &Experiment, s: &Samples, e: &Evaluation, idx: &[usize]) -> Option
             let figs: Vec<f64> = cases.iter().map(|c| fig(c)).collect::<Option<_>>()?;
             let mut smallest = f64::INFINITY;
             for w in figs.windows(2) {
-                let step = if *increasing { w[1] - w[0] } else { w[0] - w[1] };
+                let step = if *increasing {
+                    w[1] - w[0]
+                } else {
+                    w[0] - w[1]
+                };
                 let scale = w[0].abs().max(w[1].abs());
                 smallest = smallest.min(if scale > 0.0 { step / scale } else { 0.0 });
             }
@@ -275,7 +279,11 @@ pub fn evaluate(exp: &Experiment, s: &Samples, r: &Resamples, claim: &Claim) -> 
                 Evaluation::Within { .. } => "largest |sim/paper - 1|".to_string(),
                 Evaluation::Order { increasing, .. } => format!(
                     "smallest relative step ({})",
-                    if *increasing { "increasing" } else { "decreasing" }
+                    if *increasing {
+                        "increasing"
+                    } else {
+                        "decreasing"
+                    }
                 ),
             };
             (
@@ -347,7 +355,11 @@ pub(super) fn parse_claims(t: &Table, exp: &Experiment) -> Res<Vec<Claim>> {
             let o = ct.req("op")?;
             let s = o.str()?;
             Op::parse(s).map_or_else(
-                || o.err(format!("{s:?} is not allowed; allowed: \"<\", \"<=\", \">\", \">=\"")),
+                || {
+                    o.err(format!(
+                        "{s:?} is not allowed; allowed: \"<\", \"<=\", \">\", \">=\""
+                    ))
+                },
                 Ok,
             )
         };
@@ -367,7 +379,15 @@ pub(super) fn parse_claims(t: &Table, exp: &Experiment) -> Res<Vec<Claim>> {
         // member of a "for all"); `tested_in` names a test that asserted it before claims
         // were data. Both are for readers.
         let common = [
-            "id", "text", "source", "premise", "note", "kind", "metric", "group", "tested_in",
+            "id",
+            "text",
+            "source",
+            "premise",
+            "note",
+            "kind",
+            "metric",
+            "group",
+            "tested_in",
         ];
         let (evaluation, extra): (Evaluation, &[&str]) = match kind.as_str() {
             "threshold" => {
@@ -478,9 +498,14 @@ mod tests {
     fn exp(metric_normalized: bool) -> Experiment {
         let case = |id: &str, axes: &[(&str, &str)], paper: Option<f64>| Case {
             id: id.into(),
-            paper: paper.map(|p| vec![("m".to_string(), p)]).unwrap_or_default(),
+            paper: paper
+                .map(|p| vec![("m".to_string(), p)])
+                .unwrap_or_default(),
             note: String::new(),
-            axes: axes.iter().map(|(a, v)| (a.to_string(), v.to_string())).collect(),
+            axes: axes
+                .iter()
+                .map(|(a, v)| (a.to_string(), v.to_string()))
+                .collect(),
             set: vec![],
             remove: vec![],
         };
@@ -607,7 +632,10 @@ mod tests {
         assert_eq!(verdict(&e, &s, ord(&["base", "fix"])), Verdict::Holds);
         assert_eq!(verdict(&e, &s, ord(&["fix", "base"])), Verdict::Fails);
         // fix -> other is a 0.7 % step inside the noise.
-        assert_eq!(verdict(&e, &s, ord(&["base", "fix", "other"])), Verdict::Undecided);
+        assert_eq!(
+            verdict(&e, &s, ord(&["base", "fix", "other"])),
+            Verdict::Undecided
+        );
     }
 
     #[test]
@@ -662,8 +690,10 @@ value = 1.0
     #[test]
     fn a_claim_on_an_unknown_case_or_form_is_refused_with_its_key() {
         let base = "[[claim]]\nid = \"x\"\ntext = \"t\"\nsource = \"s\"\npremise = \"p\"\n";
-        let e = parse(&format!("{base}kind = \"threshold\"\ncase = \"nope\"\nop = \">\"\nvalue = 1\n"))
-            .unwrap_err();
+        let e = parse(&format!(
+            "{base}kind = \"threshold\"\ncase = \"nope\"\nop = \">\"\nvalue = 1\n"
+        ))
+        .unwrap_err();
         assert!(e.to_string().contains("no case \"nope\""), "{e}");
         let e = parse(&format!("{base}kind = \"between\"\n")).unwrap_err();
         assert!(e.to_string().contains("allowed: \"threshold\""), "{e}");

@@ -260,7 +260,15 @@ pub fn run_case_with(
     let case = find_case(exp, case_id)?;
     let ci = exp.cases.iter().position(|c| c.id == case.id).unwrap();
     let mut values: CaseValues = vec![vec![Vec::new(); exp.metrics.len()]; exp.cases.len()];
-    extend(exp, seed, &mut values, &[(ci, 0, exp.seeds)], 1, opts, &|| {})?;
+    extend(
+        exp,
+        seed,
+        &mut values,
+        &[(ci, 0, exp.seeds)],
+        1,
+        opts,
+        &|| {},
+    )?;
     Ok(raw_rows(exp, case, &values[ci]))
 }
 

@@ -142,7 +142,12 @@ impl Regimes {
 
 /// Tests `xs` (one value per seed; missing values skipped) for two regimes.
 pub fn regimes(xs: &[Option<f64>]) -> Option<Regimes> {
-    let mut v: Vec<f64> = xs.iter().flatten().copied().filter(|x| x.is_finite()).collect();
+    let mut v: Vec<f64> = xs
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|x| x.is_finite())
+        .collect();
     let n = v.len();
     if n < REGIME_MIN_SEEDS {
         return None;
@@ -236,7 +241,10 @@ mod tests {
         let r = regimes(&xs).expect("two regimes");
         assert_eq!((r.low_seeds, r.high_seeds), (6, 4));
         assert!((r.high_mean - 515e3).abs() < 1e3);
-        assert_eq!(r.describe(), "4 of 10 seeds in a high regime: 515,000 vs 345,000");
+        assert_eq!(
+            r.describe(),
+            "4 of 10 seeds in a high regime: 515,000 vs 345,000"
+        );
     }
 
     #[test]
@@ -261,7 +269,9 @@ mod tests {
     #[test]
     fn a_lone_outlier_is_not_a_regime() {
         // One seed far off is an outlier, not a regime: each side needs two seeds.
-        let xs = some(&[100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8, 100.1, 99.9, 5.0]);
+        let xs = some(&[
+            100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8, 100.1, 99.9, 5.0,
+        ]);
         assert_eq!(regimes(&xs), None);
     }
 

@@ -58,9 +58,19 @@
 //! - Group weights use runnable counts, not PELT load averages; balancing uses runnable
 //!   weight, not load averages; no wake_affine toward the waker; no NUMA balancing.
 //! - No throttling (CFS bandwidth), no SCHED_IDLE/BATCH, no child-runs-first.
+//!
+//! ## Files
+//! The machinery CFS shares with EEVDF (queues, groups, wake-up placement, `yield_to`,
+//! balancing) is `fair.rs`; this file holds the parameters and CFS's part, `Cfs` as a
+//! `FairPolicy`: sleeper and START_DEBIT placement, `sched_slice`, the buddy rules of the
+//! pick, wake-up and tick preemption, the skip buddy on yield.
 
-use super::fair::{Fair, Policy, Tunables};
-use super::{ParamInfo, ParamKind, Params};
+use super::fair::{
+    Fair, FairPolicy, Tunables, C_PICK_LAST_BUDDY, C_PICK_NEXT_BUDDY, C_PICK_NEXT_BUDDY_REFUSED,
+    C_PICK_SKIP_AVOIDED, C_TICK_PREEMPT,
+};
+use super::{ParamInfo, ParamKind, Params, SchedCtx, TaskId};
+use crate::time::SimDuration;
 
 pub const DESCRIPTION: &str = "Linux 4.15 CFS: vruntime queues, buddies, yield_to as upstream, load balancing, optional cgroup per VM";
 
@@ -127,32 +137,227 @@ pub const PARAMS: &[ParamInfo] = &[
     },
 ];
 
-/// CFS of 4.15 over the shared fair-class machinery.
-pub fn new(p: &Params) -> Fair {
+/// CFS 4.15 over the shared fair-class machinery.
+pub fn new(p: &Params) -> Fair<Cfs> {
     Fair::new(
-        Policy::Cfs,
-        Tunables {
-            latency: p.duration("latency").ns(),
-            min_granularity: p.duration("min_granularity").ns(),
-            wakeup_granularity: p.duration("wakeup_granularity").ns(),
-            base_slice: 0,
-            tick: p.duration("tick").ns(),
-            migration_cost: p.duration("migration_cost").ns(),
-            group_per_vm: p.bool("group_per_vm"),
-            tunable_scaling: p.bool("tunable_scaling"),
+        Cfs {
+            latency: p.duration("latency"),
+            min_granularity: p.duration("min_granularity"),
+            wakeup_granularity: p.duration("wakeup_granularity"),
             gentle_fair_sleepers: p.bool("gentle_fair_sleepers"),
             start_debit: p.bool("start_debit"),
             wakeup_preemption: p.bool("wakeup_preemption"),
         },
+        Tunables {
+            tick: p.duration("tick"),
+            migration_cost: p.duration("migration_cost"),
+            group_per_vm: p.bool("group_per_vm"),
+            tunable_scaling: p.bool("tunable_scaling"),
+        },
     )
+}
+
+/// `sched_nr_latency`: above this many tasks the period stretches.
+const SCHED_NR_LATENCY: u64 = 8;
+
+/// CFS's tunables (scaled at `init` when `tunable_scaling` is on) and features.
+#[derive(Clone, Debug)]
+pub struct Cfs {
+    /// `sysctl_sched_latency`: the period in which each of up to 8 tasks runs once.
+    pub(super) latency: SimDuration,
+    /// `sysctl_sched_min_granularity`: the least a task runs before the tick preempts it.
+    pub(super) min_granularity: SimDuration,
+    /// `sysctl_sched_wakeup_granularity`: how far ahead curr must be for a wake-up (or a
+    /// buddy) to win.
+    pub(super) wakeup_granularity: SimDuration,
+    pub(super) gentle_fair_sleepers: bool,
+    pub(super) start_debit: bool,
+    pub(super) wakeup_preemption: bool,
+}
+
+impl FairPolicy for Cfs {
+    const PLACE_MIGRATED: bool = false;
+
+    fn scale(&mut self, k: u64) {
+        self.latency *= k;
+        self.min_granularity *= k;
+        self.wakeup_granularity *= k;
+    }
+
+    #[inline]
+    fn wakeup_preemption(&self) -> bool {
+        self.wakeup_preemption
+    }
+
+    /// A period: latency, or min_granularity per task beyond sched_nr_latency (at least a
+    /// tick, which is when the tick check comes).
+    fn longest_turn(&self, tick: SimDuration) -> SimDuration {
+        self.latency.max(self.min_granularity).max(tick)
+    }
+
+    /// A sleeper at max(its vruntime, min_vruntime - latency / 2, or a whole latency
+    /// without GENTLE_FAIR_SLEEPERS); a new entity one vslice after min_vruntime
+    /// (START_DEBIT; without it at min_vruntime).
+    #[inline]
+    fn place_entity(f: &mut Fair<Self>, rq: u32, e: u32, initial: bool) {
+        let r = &f.rqs[rq as usize];
+        let mut v = r.min_vruntime;
+        if initial && f.policy.start_debit {
+            v += Fair::<Self>::calc_delta_fair(f.sched_slice(rq, e), f.ents[e as usize].weight);
+        } else if !initial {
+            let thresh = if f.policy.gentle_fair_sleepers {
+                f.policy.latency / 2
+            } else {
+                f.policy.latency
+            };
+            v -= thresh.ns() as i64;
+        }
+        let ent = &mut f.ents[e as usize];
+        ent.vruntime = if initial { v } else { ent.vruntime.max(v) };
+    }
+
+    /// The leftmost; the second instead if the leftmost is the skip buddy and the second
+    /// is within the wakeup granularity of it; then the last buddy, then the next buddy,
+    /// each if within the wakeup granularity of the leftmost (the next one also when
+    /// forced by fix (b)) — the rule that refuses KVM's boosts.
+    #[inline]
+    fn pick_next_entity(f: &mut Fair<Self>, rq: u32, left: u32) -> u32 {
+        let r = &f.rqs[rq as usize];
+        let mut se = left;
+        if r.skip == Some(se) {
+            if let Some(second) = r.tree.iter().nth(1).map(|k| k.1) {
+                if f.wakeup_preempt_entity(second, left) < 1 {
+                    f.counters.bump(C_PICK_SKIP_AVOIDED);
+                    se = second;
+                }
+            }
+        }
+        if let Some(l) = r.last {
+            if f.wakeup_preempt_entity(l, left) < 1 {
+                f.counters.bump(C_PICK_LAST_BUDDY);
+                se = l;
+            }
+        }
+        if let Some(n) = r.next {
+            if r.next_forced || f.wakeup_preempt_entity(n, left) < 1 {
+                f.counters.bump(C_PICK_NEXT_BUDDY);
+                se = n;
+            } else {
+                f.counters.bump(C_PICK_NEXT_BUDDY_REFUSED);
+            }
+        }
+        se
+    }
+
+    /// Preempts when curr is ahead by more than the wakeup granularity; the woken task
+    /// then becomes the next buddy, and with sched_nr_latency tasks or more curr the last.
+    #[inline]
+    fn check_preempt_wakeup(
+        f: &mut Fair<Self>,
+        t: TaskId,
+        rq: u32,
+        se: u32,
+        pse: u32,
+        cpu: u32,
+    ) -> bool {
+        if f.wakeup_preempt_entity(se, pse) != 1 {
+            return false;
+        }
+        f.set_next_buddy(t, cpu, false);
+        if f.rqs[rq as usize].nr_running >= SCHED_NR_LATENCY {
+            f.rqs[rq as usize].last = Some(se);
+        }
+        true
+    }
+
+    #[inline]
+    fn entity_tick(f: &mut Fair<Self>, ctx: &mut SchedCtx, rq: u32, e: u32, cpu: u32) {
+        if f.rqs[rq as usize].nr_running > 1 {
+            f.check_preempt_tick(ctx, rq, e, cpu);
+        }
+    }
+
+    /// The yielder becomes the skip buddy at every level.
+    #[inline]
+    fn yield_task(f: &mut Fair<Self>, me: TaskId, cpu: u32) {
+        let (p, n) = f.path(me, cpu);
+        for &e in &p[..n] {
+            let rq = f.ents[e as usize].rq;
+            f.clear_buddies(rq, e);
+            f.rqs[rq as usize].skip = Some(e);
+        }
+    }
+}
+
+impl Fair<Cfs> {
+    /// CFS `sched_slice`: the entity's share of the period, through the hierarchy.
+    fn sched_slice(&self, rq: u32, e: u32) -> SimDuration {
+        let r = &self.rqs[rq as usize];
+        let on = self.ents[e as usize].on_rq;
+        let nr = r.nr_running + u64::from(!on);
+        let period = if nr > SCHED_NR_LATENCY {
+            self.policy.min_granularity * nr
+        } else {
+            self.policy.latency
+        };
+        let load = r.load + if on { 0 } else { self.ents[e as usize].weight };
+        let mut slice =
+            period.ns() as u128 * self.ents[e as usize].weight as u128 / load.max(1) as u128;
+        if let Some(ge) = self.group_of_queue(rq) {
+            // A group queue: scale by the group entity's share of the root.
+            let root = &self.rqs[ge.rq as usize];
+            slice = slice * ge.weight as u128 / root.load.max(ge.weight) as u128;
+        }
+        SimDuration(slice as u64)
+    }
+
+    /// `wakeup_preempt_entity(curr, se)`: 1 if se should preempt curr by more than the
+    /// wakeup granularity (scaled by se's weight), -1 if curr is not ahead, else 0.
+    fn wakeup_preempt_entity(&self, curr: u32, se: u32) -> i32 {
+        let vdiff = self.ents[curr as usize].vruntime - self.ents[se as usize].vruntime;
+        if vdiff <= 0 {
+            return -1;
+        }
+        let gran = Self::calc_delta_fair(
+            self.policy.wakeup_granularity,
+            self.ents[se as usize].weight,
+        );
+        if vdiff > gran {
+            1
+        } else {
+            0
+        }
+    }
+
+    /// `check_preempt_tick`: `curr` ran longer than its ideal slice, or at least
+    /// min_granularity and ahead of the leftmost by more than that slice.
+    fn check_preempt_tick(&mut self, ctx: &mut SchedCtx, rq: u32, curr: u32, cpu: u32) {
+        let ideal = self.sched_slice(rq, curr);
+        let e = &self.ents[curr as usize];
+        let ran = e.sum_exec.minus(e.prev_sum_exec);
+        if ran > ideal {
+            self.counters.bump(C_TICK_PREEMPT);
+            ctx.resched(cpu);
+            self.clear_buddies(rq, curr);
+            return;
+        }
+        if ran < self.policy.min_granularity {
+            return;
+        }
+        if let Some(&(lv, _)) = self.rqs[rq as usize].tree.first() {
+            let delta = e.vruntime - lv;
+            if delta > ideal.ns() as i64 {
+                self.counters.bump(C_TICK_PREEMPT);
+                ctx.resched(cpu);
+            }
+        }
+    }
 }
 
 /// `cfs`: `Fair` with the CFS policy. Its periodic events are ticks and, with a task
 /// waiting, slice ends, no shorter than `min_granularity`.
-pub struct Cfs;
-
 impl super::Registered for Cfs {
-    type Sched = Fair;
+    type Sched = Fair<Cfs>;
     const NAME: &'static str = "cfs";
     const DESCRIPTION: &'static str = DESCRIPTION;
     const PARAMS: &'static [ParamInfo] = PARAMS;
@@ -161,7 +366,7 @@ impl super::Registered for Cfs {
         credit_accounting: false,
         pools: super::Pools::None,
     };
-    fn build(p: &Params) -> Fair {
+    fn build(p: &Params) -> Fair<Cfs> {
         new(p)
     }
     fn event_period(p: &Params) -> Option<crate::time::SimDuration> {

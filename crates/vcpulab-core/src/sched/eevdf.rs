@@ -34,9 +34,18 @@
 //! - No DELAY_DEQUEUE (6.12+) or PREEMPT_SHORT; no custom slices. V is computed exactly
 //!   (O(queue length)) rather than with the kernel's incremental sums.
 //! - As in `cfs`: runnable counts instead of PELT, no wake_affine, no NUMA balancing.
+//!
+//! ## Files
+//! The machinery EEVDF shares with CFS (queues, groups, wake-up placement, `yield_to`,
+//! balancing) is `fair.rs`; this file holds the parameters and EEVDF's part, `Eevdf` as a
+//! `FairPolicy`: V and eligibility, `pick_eevdf`, lag placement, `update_deadline`, the
+//! lag saved at dequeue, the buddy rule, the deadline pushed on yield.
 
-use super::fair::{Fair, Policy, Tunables};
-use super::{ParamInfo, ParamKind, Params};
+use super::fair::{
+    Fair, FairPolicy, Tunables, C_PICK_NEXT_BUDDY, C_PICK_NEXT_BUDDY_REFUSED, C_TICK_PREEMPT,
+};
+use super::{ParamInfo, ParamKind, Params, SchedCtx, TaskId};
+use crate::time::SimDuration;
 
 pub const DESCRIPTION: &str = "Linux 6.6+ EEVDF: eligibility by lag, earliest virtual deadline, 6.6 or 6.14 buddy rule, yield_to";
 
@@ -79,34 +88,202 @@ pub const PARAMS: &[ParamInfo] = &[
     },
 ];
 
-/// EEVDF over the shared fair-class machinery. The CFS-only tunables (latency,
-/// granularities, sleeper placement) are unused by the EEVDF policy.
-pub fn new(p: &Params) -> Fair {
-    let pick_buddy = p.choice("buddy_rule") == "6.14";
+/// EEVDF over the shared fair-class machinery.
+pub fn new(p: &Params) -> Fair<Eevdf> {
     Fair::new(
-        Policy::Eevdf { pick_buddy },
+        Eevdf {
+            base_slice: p.duration("base_slice"),
+            pick_buddy: p.choice("buddy_rule") == "6.14",
+            period_floor: SimDuration::from_ms(6),
+        },
         Tunables {
-            latency: 6_000_000,
-            min_granularity: 750_000,
-            wakeup_granularity: 1_000_000,
-            base_slice: p.duration("base_slice").ns(),
-            tick: p.duration("tick").ns(),
-            migration_cost: p.duration("migration_cost").ns(),
+            tick: p.duration("tick"),
+            migration_cost: p.duration("migration_cost"),
             group_per_vm: p.bool("group_per_vm"),
             tunable_scaling: p.bool("tunable_scaling"),
-            gentle_fair_sleepers: true,
-            start_debit: false,
-            wakeup_preemption: true,
         },
     )
 }
 
+/// EEVDF's tunables (scaled at `init` when `tunable_scaling` is on) and buddy rule.
+#[derive(Clone, Debug)]
+pub struct Eevdf {
+    /// `sysctl_sched_base_slice`: the request of every entity, in real time.
+    pub(super) base_slice: SimDuration,
+    /// The 6.14+ rule (PICK_BUDDY): the next buddy is honoured if eligible. Without it
+    /// (6.6-6.13) the buddy needs NEXT_BUDDY, which is off.
+    pub(super) pick_buddy: bool,
+    /// The least turn the starvation bound assumes: CFS's default period (6 ms, scaled
+    /// like the base slice), which the bound kept when both policies shared CFS's
+    /// tunables; EEVDF itself has no such period.
+    pub(super) period_floor: SimDuration,
+}
+
+impl FairPolicy for Eevdf {
+    const PLACE_MIGRATED: bool = true;
+
+    fn scale(&mut self, k: u64) {
+        self.base_slice *= k;
+        self.period_floor *= k;
+    }
+
+    /// A base slice, run at most 2 x base_slice + tick past its deadline (the lag limit).
+    fn longest_turn(&self, tick: SimDuration) -> SimDuration {
+        self.period_floor.max((self.base_slice * 2).plus(tick))
+    }
+
+    /// PLACE_LAG: at V - lag x (W + w) / W (W: the queue's load, w: the entity's), the lag
+    /// saved when it left; deadline one vslice later, half one for a new entity
+    /// (PLACE_DEADLINE_INITIAL).
+    #[inline]
+    fn place_entity(f: &mut Fair<Self>, rq: u32, e: u32, initial: bool) {
+        let vavg = f.avg_vruntime(rq);
+        let r = &f.rqs[rq as usize];
+        let w = f.ents[e as usize].weight as i128;
+        let mut lag = f.ents[e as usize].vlag as i128;
+        if r.nr_running > 0 && r.load > 0 {
+            let big_w = r.load as i128;
+            lag = lag * (big_w + w) / big_w;
+        }
+        let slice = f.policy.base_slice;
+        let ent = &mut f.ents[e as usize];
+        ent.vruntime = vavg - lag as i64;
+        let mut vslice = Fair::<Self>::calc_delta_fair(slice, ent.weight);
+        if initial {
+            vslice /= 2;
+        }
+        ent.deadline = ent.vruntime + vslice;
+    }
+
+    /// `update_deadline`: a used-up slice gets a new deadline, and a reschedule if others
+    /// are queued (there is no tick check).
+    #[inline]
+    fn update_deadline(f: &mut Fair<Self>, ctx: &mut SchedCtx, rq: u32, curr: u32, cpu: u32) {
+        let slice = f.policy.base_slice;
+        let e = &mut f.ents[curr as usize];
+        if e.vruntime >= e.deadline {
+            e.deadline = e.vruntime + Fair::<Self>::calc_delta_fair(slice, e.weight);
+            if f.rqs[rq as usize].nr_running > 1 {
+                f.counters.bump(C_TICK_PREEMPT);
+                ctx.resched(cpu);
+                f.clear_next(rq);
+            }
+        }
+    }
+
+    /// `update_entity_lag`: the lag V - vruntime, clamped to +-max(2 x slice, tick) of
+    /// vruntime.
+    #[inline]
+    fn update_entity_lag(f: &mut Fair<Self>, rq: u32, e: u32) {
+        let v = f.avg_vruntime(rq);
+        let ent = &f.ents[e as usize];
+        let limit =
+            Fair::<Self>::calc_delta_fair((f.policy.base_slice * 2).max(f.tun.tick), ent.weight);
+        f.ents[e as usize].vlag = (v - ent.vruntime).clamp(-limit, limit);
+    }
+
+    /// `pick_eevdf`; then the next buddy if forced (fix (b)) or, under the 6.14 rule,
+    /// eligible.
+    #[inline]
+    fn pick_next_entity(f: &mut Fair<Self>, rq: u32, left: u32) -> u32 {
+        let r = &f.rqs[rq as usize];
+        let mut se = f.pick_eevdf(rq, None).unwrap_or(left);
+        if let Some(n) = r.next {
+            let ok = r.next_forced || (f.policy.pick_buddy && f.eligible(rq, n));
+            if ok {
+                f.counters.bump(C_PICK_NEXT_BUDDY);
+                se = n;
+            } else if n != se {
+                f.counters.bump(C_PICK_NEXT_BUDDY_REFUSED);
+            }
+        }
+        se
+    }
+
+    /// Preempts only if the woken entity is what `pick_eevdf` would choose, with curr
+    /// protected while it keeps its deadline (RUN_TO_PARITY).
+    #[inline]
+    fn check_preempt_wakeup(
+        f: &mut Fair<Self>,
+        _t: TaskId,
+        rq: u32,
+        se: u32,
+        pse: u32,
+        _cpu: u32,
+    ) -> bool {
+        f.pick_eevdf(rq, Some(se)) == Some(pse)
+    }
+
+    /// The yielder's deadline moves one slice later (6.6-6.16); no skip buddy.
+    #[inline]
+    fn yield_task(f: &mut Fair<Self>, me: TaskId, _cpu: u32) {
+        let slice = f.policy.base_slice;
+        let ent = &mut f.ents[me as usize];
+        ent.deadline += Fair::<Self>::calc_delta_fair(slice, ent.weight);
+    }
+}
+
+impl Fair<Eevdf> {
+    /// Weighted average vruntime of the queue, curr included (EEVDF's V).
+    pub(super) fn avg_vruntime(&self, rq: u32) -> i64 {
+        let r = &self.rqs[rq as usize];
+        let mut sum: i128 = 0;
+        let mut load: i128 = 0;
+        let base = r.min_vruntime as i128;
+        for &(v, e) in &r.tree {
+            let w = self.ents[e as usize].weight as i128;
+            sum += (v as i128 - base) * w;
+            load += w;
+        }
+        if let Some(c) = r.curr.filter(|c| self.ents[*c as usize].on_rq) {
+            let e = &self.ents[c as usize];
+            sum += (e.vruntime as i128 - base) * e.weight as i128;
+            load += e.weight as i128;
+        }
+        if load == 0 {
+            return r.min_vruntime;
+        }
+        (base + sum.div_euclid(load)) as i64
+    }
+
+    /// Eligible: lag V - vruntime >= 0.
+    fn eligible(&self, rq: u32, e: u32) -> bool {
+        self.ents[e as usize].vruntime <= self.avg_vruntime(rq)
+    }
+
+    /// EEVDF: the eligible entity with the earliest deadline (`protect`: RUN_TO_PARITY).
+    fn pick_eevdf(&self, rq: u32, protect: Option<u32>) -> Option<u32> {
+        let r = &self.rqs[rq as usize];
+        let v = self.avg_vruntime(rq);
+        if let Some(p) = protect {
+            let e = &self.ents[p as usize];
+            if e.on_rq && e.vruntime <= v && e.protect == Some(e.deadline) {
+                return Some(p);
+            }
+        }
+        let mut cands: Vec<u32> = r.tree.iter().map(|k| k.1).collect();
+        if let Some(c) = r.curr.filter(|c| self.ents[*c as usize].on_rq) {
+            cands.push(c);
+        }
+        let best = cands
+            .iter()
+            .filter(|&&e| self.ents[e as usize].vruntime <= v)
+            .min_by_key(|&&e| (self.ents[e as usize].deadline, e))
+            .copied();
+        // With integer rounding nobody may look eligible; fall back to the leftmost.
+        best.or_else(|| {
+            cands
+                .iter()
+                .min_by_key(|&&e| (self.ents[e as usize].vruntime, e))
+                .copied()
+        })
+    }
+}
+
 /// `eevdf`: `Fair` with the EEVDF policy. Its periodic events are ticks and slice ends
 /// (`base_slice`).
-pub struct Eevdf;
-
 impl super::Registered for Eevdf {
-    type Sched = Fair;
+    type Sched = Fair<Eevdf>;
     const NAME: &'static str = "eevdf";
     const DESCRIPTION: &'static str = DESCRIPTION;
     const PARAMS: &'static [ParamInfo] = PARAMS;
@@ -115,7 +292,7 @@ impl super::Registered for Eevdf {
         credit_accounting: false,
         pools: super::Pools::None,
     };
-    fn build(p: &Params) -> Fair {
+    fn build(p: &Params) -> Fair<Eevdf> {
         new(p)
     }
     fn event_period(p: &Params) -> Option<crate::time::SimDuration> {

@@ -1,42 +1,136 @@
-//! Shared machinery of the Linux fair class, used by `cfs` (4.15) and `eevdf` (6.6+),
-//! as both live in `kernel/sched/fair.c`: per-pCPU run queues of scheduling entities
-//! ordered by virtual runtime, optional group scheduling (one cgroup per VM), buddies,
-//! directed yield, wake-up placement, and load balancing over scheduling domains.
-//! The policy differences (placement, picking, preemption, yield) branch on `Policy`.
-//! The rules and their kernel sources are written down in `cfs.rs` and `eevdf.rs`.
+//! The Linux fair scheduling class, `kernel/sched/fair.c`, as two kernels have it: CFS of
+//! Linux 4.15 (`cfs`, the seed papers' host kernel) and EEVDF of Linux 6.6 to 6.14
+//! (`eevdf`). Both keep the same run queues, group scheduling, wake-up placement, directed
+//! yield and load balancing, modelled once in this file; they differ in how an entity is
+//! picked, placed, preempted, ticked and yields, which `FairPolicy` isolates (`cfs.rs` and
+//! `eevdf.rs` implement it and list each rule with its kernel source).
+//!
+//! ## Policy: what both kernels do
+//! **Entities and queues.** Every vCPU thread is a scheduling entity with a load weight:
+//! a VM's `weight` of 256 (the default) is nice 0, load 1024 (`NICE_0_LOAD`, or
+//! `cpu.shares` 1024), other weights in proportion. Each pCPU has a run queue (`cfs_rq`)
+//! of entities ordered by virtual runtime; the running entity (`curr`) leaves the tree
+//! while it runs. Running for `delta` advances vruntime by delta x 1024 / weight
+//! (`calc_delta_fair`), charged at every decision on its pCPU (`update_curr`); a queue's
+//! `min_vruntime` only moves forward. Virtual times (vruntime, deadline, lag) are signed
+//! nanoseconds of weighted time (`i64`), not instants of the run (`SimTime`).
+//!
+//! **Group scheduling** (`group_per_vm`; libvirt puts each VM in a cgroup): each VM has a
+//! group entity on every pCPU, queued on the pCPU's root queue and owning a queue of the
+//! VM's vCPUs there. Its weight is the VM's shares x (its runnable vCPUs on this pCPU / all
+//! its runnable vCPUs), at least 2: the runnable-count form of `calc_group_shares`. Picking
+//! descends from the root queue; charging, buddies and yields apply at every level.
+//!
+//! **Wake-up** (`select_task_rq_fair`, then `enqueue_task_fair`): the previous pCPU if it
+//! is idle; else an idle pCPU of its socket, searched from the previous one (with SMT, a
+//! wholly idle core first); else the previous pCPU (if the affinity forbids it, the least
+//! loaded allowed one). A task's first wake-up is `wake_up_new_task` and places it as a
+//! new entity, later ones as a sleeper (policy). Then `check_preempt_wakeup`: an idle pCPU
+//! just reschedules; otherwise the woken task and the running one are compared at the
+//! level where they share a queue (tasks of two VMs: their group entities on the root
+//! queue), and the policy decides.
+//!
+//! **Scheduling** (`pick_next_task_fair`): the previous task is put back; a pCPU left with
+//! nothing runnable whose idle periods average at least `migration_cost` (`avg_idle`, an
+//! EWMA of 1/8 capped at twice that) first pulls a task (`idle_balance`); then the policy
+//! picks, level by level. A busy pCPU ticks every `tick`: it charges every level, lets the
+//! policy check for preemption, balances, and with two or more runnable tasks kicks one
+//! pCPU idle long enough to have stopped its tick (nohz) that may take one of them.
+//!
+//! **Directed yield** (`yield_to` in core.c, `yield_to_task_fair`; KVM's PLE handler
+//! calls it): -ESRCH when the yielder's and the target's run queues hold one task each; 0
+//! when the target runs or is not runnable; else the target becomes the next buddy at
+//! every level, the yielder yields (`yield_task_fair`, policy), the target's pCPU is
+//! kicked and the yielder's reschedules. With the seed papers' fixes (`[kvm.features]`):
+//! (b) `ignore_vcpu_fairness` honours that buddy unconditionally at the vCPU level when
+//! the target waits on the yielder's own queue; (c) `migrate_to_yielder` first moves the
+//! target there.
+//!
+//! **Load balancing** over three scheduling domains per pCPU (its SMT siblings, its
+//! socket, the machine). A pCPU about to idle pulls one queued task from the busiest pCPU
+//! with two or more runnable, innermost domain first, least recently run task first,
+//! skipping cache-hot ones (ran within `migration_cost`). A busy pCPU balances each domain
+//! every span x 32 ms (busy_factor 32, phases staggered by a tick per pCPU) when the
+//! busiest pCPU's load exceeds its own by imbalance_pct (110/117/125 %), pulling tasks of
+//! hierarchical load (`task_h_load`) up to half the difference; after cache_nice_tries
+//! (0/1/1) failed attempts cache-hot tasks may move too, and two failures later the
+//! busiest pCPU's running task is pushed (active balance). A pulled task may preempt at
+//! once (`attach_task`, `check_preempt_curr`).
+//!
+//! ## Policy: where CFS and EEVDF differ (`FairPolicy`)
+//! - **Pick** (`pick_next_entity`). CFS: the leftmost vruntime, or the next, last or skip
+//!   buddy's alternative when within the wakeup granularity of the leftmost. EEVDF: the
+//!   eligible entity (vruntime at most V, the queue's load-weighted average) with the
+//!   earliest virtual deadline, curr kept while eligible until its deadline moves
+//!   (RUN_TO_PARITY); the next buddy if eligible (6.14+ PICK_BUDDY) or never (6.6-6.13).
+//! - **Placement** (`place_entity`). CFS: a sleeper at max(its vruntime, min_vruntime -
+//!   latency / 2) (GENTLE_FAIR_SLEEPERS), a new entity one slice after min_vruntime
+//!   (START_DEBIT). EEVDF: at V - lag x (W + w) / W with the lag saved at dequeue
+//!   (PLACE_LAG), deadline a base slice later (half one for a new entity).
+//! - **Slice.** CFS: `sched_slice` = period x weight / queue weight, through the hierarchy
+//!   (period: latency, or nr x min_granularity above 8 tasks). EEVDF: base_slice x 1024 /
+//!   weight of vruntime, renewed at the deadline (`update_deadline`).
+//! - **Wake-up preemption.** CFS: when curr is ahead of the woken entity by more than the
+//!   wakeup granularity; the woken task becomes the next buddy (and with 8+ tasks curr the
+//!   last one). EEVDF: when the woken entity is what the pick would choose.
+//! - **Tick.** CFS: `check_preempt_tick` (ran more than its slice, or at least
+//!   min_granularity and ahead of the leftmost by a slice). EEVDF: nothing beyond a used-up
+//!   slice's new deadline, which reschedules if others wait.
+//! - **Yield.** CFS: skip buddy at every level. EEVDF: deadline one slice later.
+//! - **Migration.** CFS: vruntime kept relative to min_vruntime. EEVDF: placed anew from
+//!   the lag it keeps.
+//!
+//! ## Parameters
+//! Shared (both schedulers): `tick` (duration, default 4 ms: HZ=250 as Ubuntu's 4.15
+//! kernels), `migration_cost` (duration, 0.5 ms: `sysctl_sched_migration_cost`),
+//! `group_per_vm` (boolean, false), `tunable_scaling` (boolean, true: the policy's
+//! granularities or base slice are multiplied by 1 + ilog2(min(ncpus, 8)),
+//! SCHED_TUNABLESCALING_LOG). CFS only: `latency` 6 ms, `min_granularity` 0.75 ms,
+//! `wakeup_granularity` 1 ms (all unscaled), `gentle_fair_sleepers`, `start_debit`,
+//! `wakeup_preemption` (booleans, true). EEVDF only: `base_slice` 0.75 ms (unscaled),
+//! `buddy_rule` ("6.14" or "6.6"). Constants: `NICE_0_LOAD` 1024, `sched_nr_latency` 8.
+//!
+//! ## Sources
+//! `kernel/sched/fair.c`, `core.c` (`yield_to`), `features.h` and `topology.c` (domain
+//! flags, imbalance_pct, busy_factor, cache_nice_tries) of Linux 4.15 for CFS and of 6.6
+//! to 6.14 for EEVDF (`pick_eevdf`, `place_entity`, `update_deadline`,
+//! `update_entity_lag`, `yield_task_fair` before 6.17, PICK_BUDDY of 6.14).
+//!
+//! ## Deviations
+//! - Runnable counts stand in for PELT load averages (group weights, balancing), with two
+//!   stand-ins for PELT's smoothing: a task the balancer moved is not moved again within
+//!   that domain's interval, and balancing phases are staggered by one tick per pCPU.
+//! - No wake_affine toward the waker, no NUMA balancing, no fork balancing (task i starts
+//!   on the i-th pCPU of its affinity), no CFS bandwidth throttling, no SCHED_IDLE/BATCH.
+//! - EEVDF: no DELAY_DEQUEUE (6.12+), PREEMPT_SHORT or custom slices; V is computed
+//!   exactly over the queue instead of from the kernel's running sums.
+//!
+//! ## Files
+//! This file: the state, the shared operations and `FairPolicy`; `fair/balance.rs`: load
+//! balancing and task migration; `fair/tests.rs`: unit tests. The policies: `cfs.rs`,
+//! `eevdf.rs`.
 
-use super::{CpuId, SchedCtx, Scheduler, TaskId, YieldRequest, YieldResult};
-use crate::time::SimDuration;
+use super::{
+    proportional_share_bound, Counters, CpuId, SchedCtx, SchedView, Scheduler, TaskId,
+    YieldRequest, YieldResult,
+};
+use crate::time::{SimDuration, SimTime};
 use std::collections::BTreeSet;
 
+mod balance;
+#[cfg(test)]
+mod tests;
+
 pub const NICE_0_LOAD: u64 = 1024;
-/// CFS `sched_nr_latency`: above this many tasks the period stretches.
-const SCHED_NR_LATENCY: u64 = 8;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Policy {
-    /// Linux 4.15 CFS.
-    Cfs,
-    /// Linux 6.6+ EEVDF; `pick_buddy`: the 6.14+ rule (PICK_BUDDY: the next buddy is
-    /// honoured if eligible). Without it (6.6-6.13) the buddy needs NEXT_BUDDY (off).
-    Eevdf { pick_buddy: bool },
-}
-
-/// Tunables, already scaled by 1 + ilog2(min(ncpus, 8)).
+/// Tunables both policies share; the policy's own (granularities, slices) are in `P`.
 #[derive(Clone, Debug)]
 pub struct Tunables {
-    pub latency: u64,
-    pub min_granularity: u64,
-    pub wakeup_granularity: u64,
-    pub base_slice: u64,
-    pub tick: u64,
-    pub migration_cost: u64,
+    pub tick: SimDuration,
+    pub migration_cost: SimDuration,
     pub group_per_vm: bool,
-    /// Scale latency, granularities and base slice by 1 + ilog2(min(ncpus, 8)).
+    /// Scale the policy's tunables by 1 + ilog2(min(ncpus, 8)) (`FairPolicy::scale`).
     pub tunable_scaling: bool,
-    pub gentle_fair_sleepers: bool,
-    pub start_debit: bool,
-    pub wakeup_preemption: bool,
 }
 
 pub fn scale_factor(ncpus: usize) -> u64 {
@@ -45,90 +139,130 @@ pub fn scale_factor(ncpus: usize) -> u64 {
 }
 
 // Counter indices (one per decision branch).
-pub const C_WAKE_PREV_IDLE: usize = 0;
-pub const C_WAKE_IDLE_SIBLING: usize = 1;
-pub const C_WAKE_BUSY_PREV: usize = 2;
-pub const C_WAKEUP_PREEMPT: usize = 3;
-pub const C_WAKEUP_NO_PREEMPT: usize = 4;
-pub const C_TICK_PREEMPT: usize = 5;
-pub const C_PICK_NEXT_BUDDY: usize = 6;
-pub const C_PICK_NEXT_BUDDY_REFUSED: usize = 7;
-pub const C_PICK_SKIP_AVOIDED: usize = 8;
-pub const C_PICK_LAST_BUDDY: usize = 9;
-pub const C_YIELD_OK: usize = 10;
-pub const C_YIELD_ESRCH: usize = 11;
-pub const C_YIELD_TARGET_RUNNING: usize = 12;
-pub const C_YIELD_MIGRATED: usize = 13;
-pub const C_BALANCE_PULL: usize = 14;
-pub const C_NEWIDLE_PULL: usize = 15;
-pub const C_NOHZ_KICK: usize = 16;
-pub const C_PICK_IDLE: usize = 17;
-pub const C_BALANCE_FAILED: usize = 18;
-pub const C_ACTIVE_PUSH: usize = 19;
-pub const COUNTER_NAMES: [&str; 20] = [
-    "wake_prev_cpu_idle",
-    "wake_idle_sibling",
-    "wake_prev_cpu_busy",
-    "wakeup_preempt",
-    "wakeup_no_preempt",
-    "tick_preempt",
-    "pick_next_buddy",
-    "pick_next_buddy_refused",
-    "pick_skip_buddy_avoided",
-    "pick_last_buddy",
-    "yield_to_ok",
-    "yield_to_esrch",
-    "yield_to_target_running_or_blocked",
-    "yield_to_migrated_target",
-    "periodic_balance_pull",
-    "newidle_balance_pull",
-    "nohz_idle_kick",
-    "pick_went_idle",
-    "periodic_balance_failed",
-    "active_balance_push",
-];
+super::counters::declare_counters! {
+    pub(super)
+    C_WAKE_PREV_IDLE => "wake_prev_cpu_idle",
+    C_WAKE_IDLE_SIBLING => "wake_idle_sibling",
+    C_WAKE_BUSY_PREV => "wake_prev_cpu_busy",
+    C_WAKEUP_PREEMPT => "wakeup_preempt",
+    C_WAKEUP_NO_PREEMPT => "wakeup_no_preempt",
+    C_TICK_PREEMPT => "tick_preempt",
+    C_PICK_NEXT_BUDDY => "pick_next_buddy",
+    C_PICK_NEXT_BUDDY_REFUSED => "pick_next_buddy_refused",
+    C_PICK_SKIP_AVOIDED => "pick_skip_buddy_avoided",
+    C_PICK_LAST_BUDDY => "pick_last_buddy",
+    C_YIELD_OK => "yield_to_ok",
+    C_YIELD_ESRCH => "yield_to_esrch",
+    C_YIELD_TARGET_RUNNING => "yield_to_target_running_or_blocked",
+    C_YIELD_MIGRATED => "yield_to_migrated_target",
+    C_BALANCE_PULL => "periodic_balance_pull",
+    C_NEWIDLE_PULL => "newidle_balance_pull",
+    C_NOHZ_KICK => "nohz_idle_kick",
+    C_PICK_IDLE => "pick_went_idle",
+    C_BALANCE_FAILED => "periodic_balance_failed",
+    C_ACTIVE_PUSH => "active_balance_push",
+}
 
+/// What CFS and EEVDF do differently (see "where CFS and EEVDF differ" above). The shared
+/// code calls these hooks where the kernels' functions of the same name differ; each is a
+/// function of the whole `Fair` (it may read and change entities and queues), and the
+/// policy's own tunables live in `Self`. `Fair<P>` is compiled once per policy, so a hook
+/// is a static call, usually inlined.
+pub trait FairPolicy: Sized {
+    /// Whether a queued task the balancer moves is placed on its new queue as on a
+    /// wake-up (EEVDF: from the lag it keeps) instead of keeping its vruntime relative to
+    /// min_vruntime (CFS).
+    const PLACE_MIGRATED: bool;
+    /// Multiplies the policy's time tunables by `k` = 1 + ilog2(min(ncpus, 8)), once at
+    /// `init` when `tunable_scaling` is on.
+    fn scale(&mut self, k: u64);
+    /// Wake-ups may preempt (`WAKEUP_PREEMPTION`).
+    fn wakeup_preemption(&self) -> bool {
+        true
+    }
+    /// The longest turn a task may get before the others' turns, under scheduler tick
+    /// `tick` (for the starvation bound).
+    fn longest_turn(&self, tick: SimDuration) -> SimDuration;
+    /// `place_entity`: sets the vruntime (EEVDF: and deadline) of `e` as it enters `rq`
+    /// after sleeping or, when `initial`, for the first time (`wake_up_new_task`).
+    fn place_entity(f: &mut Fair<Self>, rq: u32, e: u32, initial: bool);
+    /// The end of `update_curr`: `curr`, running from `rq` on `cpu`, has just been
+    /// charged (EEVDF: `update_deadline`).
+    fn update_deadline(_f: &mut Fair<Self>, _ctx: &mut SchedCtx, _rq: u32, _curr: u32, _cpu: u32) {}
+    /// `e` is about to leave `rq`, whose curr has just been charged (EEVDF:
+    /// `update_entity_lag`).
+    fn update_entity_lag(_f: &mut Fair<Self>, _rq: u32, _e: u32) {}
+    /// `pick_next_entity` on `rq`, curr put back, `left` its leftmost (least vruntime)
+    /// entity: the entity to run. The caller clears its buddy marks.
+    fn pick_next_entity(f: &mut Fair<Self>, rq: u32, left: u32) -> u32;
+    /// `check_preempt_wakeup` where the woken task `t` (entity `pse`) and the running one
+    /// (`se`) meet on `rq` of `cpu`, curr just charged: whether `pse` preempts (then the
+    /// caller reschedules `cpu`); it may set buddies.
+    fn check_preempt_wakeup(
+        f: &mut Fair<Self>,
+        t: TaskId,
+        rq: u32,
+        se: u32,
+        pse: u32,
+        cpu: u32,
+    ) -> bool;
+    /// `entity_tick` for `e`, running from `rq` on `cpu`, just charged (CFS:
+    /// `check_preempt_tick`).
+    fn entity_tick(_f: &mut Fair<Self>, _ctx: &mut SchedCtx, _rq: u32, _e: u32, _cpu: u32) {}
+    /// `yield_task_fair` for `me`, running on `cpu` with others waiting, just charged.
+    fn yield_task(f: &mut Fair<Self>, me: TaskId, cpu: u32);
+}
+
+/// A scheduling entity (`sched_entity`): a task, or with `group_per_vm` a VM's group on
+/// one pCPU.
 #[derive(Clone, Debug, Default)]
-struct Entity {
-    vruntime: i64,
-    deadline: i64,
-    vlag: i64,
-    weight: u64,
-    on_rq: bool,
+pub(super) struct Entity {
+    pub(super) vruntime: i64,
+    pub(super) deadline: i64,
+    pub(super) vlag: i64,
+    pub(super) weight: u64,
+    pub(super) on_rq: bool,
     /// The run queue this entity is queued on (valid when on_rq or last queued there).
-    rq: u32,
-    exec_start: u64,
-    sum_exec: u64,
-    prev_sum_exec: u64,
+    pub(super) rq: u32,
+    pub(super) exec_start: SimTime,
+    pub(super) sum_exec: SimDuration,
+    pub(super) prev_sum_exec: SimDuration,
     /// Group entity: its own run queue.
-    child: Option<u32>,
+    pub(super) child: Option<u32>,
     /// EEVDF RUN_TO_PARITY: picked with this deadline; protected until it changes.
-    protect: Option<i64>,
+    pub(super) protect: Option<i64>,
 }
 
+/// A run queue (`cfs_rq`): a pCPU's root queue or a group's own queue on one pCPU.
 #[derive(Clone, Debug, Default)]
-struct Rq {
-    tree: BTreeSet<(i64, u32)>,
-    curr: Option<u32>,
-    nr_running: u64,
-    load: u64,
-    min_vruntime: i64,
-    next: Option<u32>,
+pub(super) struct Rq {
+    pub(super) tree: BTreeSet<(i64, u32)>,
+    pub(super) curr: Option<u32>,
+    pub(super) nr_running: u64,
+    pub(super) load: u64,
+    pub(super) min_vruntime: i64,
+    pub(super) next: Option<u32>,
     /// The next buddy was set by a directed yield with fix (b): honour it unconditionally.
-    next_forced: bool,
-    last: Option<u32>,
-    skip: Option<u32>,
+    pub(super) next_forced: bool,
+    pub(super) last: Option<u32>,
+    pub(super) skip: Option<u32>,
 }
 
-pub struct Fair {
-    pub policy: Policy,
-    pub tun: Tunables,
-    pub counters: super::Counters<20>,
+/// The fair class under policy `P` (`Fair<Cfs>`, `Fair<Eevdf>`). The policy, the
+/// tunables, the counters, the entities and the queues are open to the policies in
+/// `cfs.rs` and `eevdf.rs`; the per-pCPU and balancing state is this file's.
+pub struct Fair<P: FairPolicy> {
+    pub(super) policy: P,
+    pub(super) tun: Tunables,
+    pub(super) counters: Counters<NCOUNTERS>,
     ncpus: usize,
     ntasks: usize,
     nvms: usize,
-    ents: Vec<Entity>,
-    rqs: Vec<Rq>,
+    /// Tasks first (entity t is task t), then with `group_per_vm` one group entity per
+    /// VM and pCPU.
+    pub(super) ents: Vec<Entity>,
+    /// pCPUs' root queues first (queue c is pCPU c's), then the groups' own queues.
+    pub(super) rqs: Vec<Rq>,
     // per pCPU
     running: Vec<Option<TaskId>>,
     /// Runnable tasks on this pCPU (queued + running), all levels.
@@ -137,11 +271,11 @@ pub struct Fair {
     cpu_tasks: Vec<BTreeSet<TaskId>>,
     /// pCPUs with nothing queued or running.
     idle_cpus: BTreeSet<u32>,
-    last_balance: Vec<[u64; 3]>,
+    last_balance: Vec<[SimTime; 3]>,
     /// `rq->avg_idle`: EWMA (1/8) of idle period lengths, capped at 2 x migration_cost.
-    avg_idle: Vec<u64>,
+    avg_idle: Vec<SimDuration>,
     /// When the pCPU went idle, while it is idle.
-    idle_since: Vec<Option<u64>>,
+    idle_since: Vec<Option<SimTime>>,
     nr_balance_failed: Vec<[u32; 3]>,
     /// Active balance: the running task of this pCPU is to move to that pCPU when it
     /// next reschedules.
@@ -149,7 +283,7 @@ pub struct Fair {
     // per task
     task_cpu: Vec<u32>,
     /// When the balancer last moved the task (hysteresis standing in for PELT smoothing).
-    pulled_at: Vec<u64>,
+    pulled_at: Vec<SimTime>,
     /// Not yet queued since the run started: its first wake is `wake_up_new_task`.
     never_queued: Vec<bool>,
     task_vm: Vec<u32>,
@@ -160,12 +294,12 @@ pub struct Fair {
     vm_runnable: Vec<u64>,
 }
 
-impl Fair {
-    pub fn new(policy: Policy, tun: Tunables) -> Fair {
+impl<P: FairPolicy> Fair<P> {
+    pub fn new(policy: P, tun: Tunables) -> Fair<P> {
         Fair {
             policy,
             tun,
-            counters: super::Counters::new(COUNTER_NAMES),
+            counters: Counters::new(COUNTER_NAMES),
             ncpus: 0,
             ntasks: 0,
             nvms: 0,
@@ -190,14 +324,9 @@ impl Fair {
         }
     }
 
-    pub fn init(&mut self, ctx: &mut SchedCtx) {
+    fn init(&mut self, ctx: &mut SchedCtx) {
         if self.tun.tunable_scaling {
-            let k = scale_factor(ctx.ncpus());
-            let t = &mut self.tun;
-            t.latency *= k;
-            t.min_granularity *= k;
-            t.wakeup_granularity *= k;
-            t.base_slice *= k;
+            self.policy.scale(scale_factor(ctx.ncpus()));
         }
         let v = ctx.view;
         self.ncpus = v.topo.ncpus();
@@ -234,14 +363,14 @@ impl Fair {
         // Stagger balancing by one tick per pCPU, so two pCPUs never balance against each
         // other in the same instant (and undo each other's pull before the task runs).
         self.last_balance = (0..self.ncpus as u64)
-            .map(|c| [c * self.tun.tick; 3])
+            .map(|c| [SimTime::ZERO + self.tun.tick * c; 3])
             .collect();
         self.nr_balance_failed = vec![[0; 3]; self.ncpus];
-        self.avg_idle = vec![2 * self.tun.migration_cost; self.ncpus];
-        self.idle_since = vec![Some(0); self.ncpus];
+        self.avg_idle = vec![self.tun.migration_cost * 2; self.ncpus];
+        self.idle_since = vec![Some(SimTime::ZERO); self.ncpus];
         self.active_move = vec![None; self.ncpus];
         self.task_vm = v.tasks.iter().map(|t| t.vm).collect();
-        self.pulled_at = vec![0; self.ntasks];
+        self.pulled_at = vec![SimTime::ZERO; self.ntasks];
         self.never_queued = vec![true; self.ntasks];
         self.task_cpu = v
             .tasks
@@ -271,6 +400,12 @@ impl Fair {
     fn group_ent(&self, vm: u32, cpu: u32) -> u32 {
         (self.ntasks + vm as usize * self.ncpus + cpu as usize) as u32
     }
+
+    /// The group entity whose own queue `rq` is (None: `rq` is a pCPU's root queue).
+    pub(super) fn group_of_queue(&self, rq: u32) -> Option<&Entity> {
+        (rq as usize >= self.ncpus).then(|| &self.ents[self.ntasks + rq as usize - self.ncpus])
+    }
+
     fn leaf_rq(&self, t: TaskId, cpu: u32) -> u32 {
         if self.tun.group_per_vm {
             (self.ncpus + self.task_vm[t as usize] as usize * self.ncpus + cpu as usize) as u32
@@ -278,8 +413,9 @@ impl Fair {
             cpu
         }
     }
+
     /// The entities from the task up to the root (task, then its group entity).
-    fn path(&self, t: TaskId, cpu: u32) -> ([u32; 2], usize) {
+    pub(super) fn path(&self, t: TaskId, cpu: u32) -> ([u32; 2], usize) {
         if self.tun.group_per_vm {
             ([t, self.group_ent(self.task_vm[t as usize], cpu)], 2)
         } else {
@@ -291,35 +427,24 @@ impl Fair {
         (self.ents[e as usize].vruntime, e)
     }
 
-    fn calc_delta_fair(delta: u64, weight: u64) -> i64 {
-        (delta as u128 * NICE_0_LOAD as u128 / weight.max(1) as u128) as i64
+    pub(super) fn calc_delta_fair(delta: SimDuration, weight: u64) -> i64 {
+        (delta.ns() as u128 * NICE_0_LOAD as u128 / weight.max(1) as u128) as i64
     }
 
     /// Charges the running entity of `rq` for time since its last update.
     fn update_curr(&mut self, ctx: &mut SchedCtx, rq: u32, cpu: u32) {
-        let now = ctx.now.0;
+        let now = ctx.now;
         let Some(c) = self.rqs[rq as usize].curr else {
             return;
         };
         let e = &mut self.ents[c as usize];
-        let delta = now.saturating_sub(e.exec_start);
-        if delta > 0 {
+        let delta = now.since(e.exec_start);
+        if delta > SimDuration::ZERO {
             e.exec_start = now;
-            e.sum_exec += delta;
+            e.sum_exec = e.sum_exec.plus(delta);
             e.vruntime += Self::calc_delta_fair(delta, e.weight);
         }
-        if let Policy::Eevdf { .. } = self.policy {
-            // update_deadline: a used-up slice gets a new deadline and a reschedule.
-            let e = &mut self.ents[c as usize];
-            if e.vruntime >= e.deadline {
-                e.deadline = e.vruntime + Self::calc_delta_fair(self.tun.base_slice, e.weight);
-                if self.rqs[rq as usize].nr_running > 1 {
-                    self.counters.bump(C_TICK_PREEMPT);
-                    ctx.resched(cpu);
-                    self.clear_next(rq);
-                }
-            }
-        }
+        P::update_deadline(self, ctx, rq, c, cpu);
         self.update_min_vruntime(rq);
     }
 
@@ -341,94 +466,6 @@ impl Fair {
         self.rqs[rq as usize].min_vruntime = v;
     }
 
-    /// Weighted average vruntime of the queue, curr included (EEVDF's V).
-    fn avg_vruntime(&self, rq: u32) -> i64 {
-        let r = &self.rqs[rq as usize];
-        let mut sum: i128 = 0;
-        let mut load: i128 = 0;
-        let base = r.min_vruntime as i128;
-        for &(v, e) in &r.tree {
-            let w = self.ents[e as usize].weight as i128;
-            sum += (v as i128 - base) * w;
-            load += w;
-        }
-        if let Some(c) = r.curr.filter(|c| self.ents[*c as usize].on_rq) {
-            let e = &self.ents[c as usize];
-            sum += (e.vruntime as i128 - base) * e.weight as i128;
-            load += e.weight as i128;
-        }
-        if load == 0 {
-            return r.min_vruntime;
-        }
-        (base + sum.div_euclid(load)) as i64
-    }
-
-    fn eligible(&self, rq: u32, e: u32) -> bool {
-        self.ents[e as usize].vruntime <= self.avg_vruntime(rq)
-    }
-
-    fn place_entity(&mut self, rq: u32, e: u32, initial: bool) {
-        match self.policy {
-            Policy::Cfs => {
-                let r = &self.rqs[rq as usize];
-                let mut v = r.min_vruntime;
-                if initial && self.tun.start_debit {
-                    v += Self::calc_delta_fair(
-                        self.sched_slice(rq, e),
-                        self.ents[e as usize].weight,
-                    );
-                } else if !initial {
-                    let thresh = if self.tun.gentle_fair_sleepers {
-                        self.tun.latency / 2
-                    } else {
-                        self.tun.latency
-                    };
-                    v -= thresh as i64;
-                }
-                let ent = &mut self.ents[e as usize];
-                ent.vruntime = if initial { v } else { ent.vruntime.max(v) };
-            }
-            Policy::Eevdf { .. } => {
-                let vavg = self.avg_vruntime(rq);
-                let r = &self.rqs[rq as usize];
-                let w = self.ents[e as usize].weight as i128;
-                let mut lag = self.ents[e as usize].vlag as i128;
-                if r.nr_running > 0 && r.load > 0 {
-                    let big_w = r.load as i128;
-                    lag = lag * (big_w + w) / big_w;
-                }
-                let ent = &mut self.ents[e as usize];
-                ent.vruntime = vavg - lag as i64;
-                let mut vslice = Self::calc_delta_fair(self.tun.base_slice, ent.weight);
-                if initial {
-                    vslice /= 2;
-                }
-                ent.deadline = ent.vruntime + vslice;
-            }
-        }
-    }
-
-    /// CFS `sched_slice`: the entity's share of the period, through the hierarchy.
-    fn sched_slice(&self, rq: u32, e: u32) -> u64 {
-        let r = &self.rqs[rq as usize];
-        let on = self.ents[e as usize].on_rq;
-        let nr = r.nr_running + u64::from(!on);
-        let period = if nr > SCHED_NR_LATENCY {
-            nr * self.tun.min_granularity
-        } else {
-            self.tun.latency
-        };
-        let load = r.load + if on { 0 } else { self.ents[e as usize].weight };
-        let mut slice = period as u128 * self.ents[e as usize].weight as u128 / load.max(1) as u128;
-        if rq as usize >= self.ncpus {
-            // A group queue: scale by the group entity's share of the root.
-            let ge = &self.ents[self.ntasks + rq as usize - self.ncpus];
-            let root = &self.rqs[ge.rq as usize];
-            slice = slice * ge.weight as u128 / root.load.max(ge.weight) as u128;
-        }
-        slice as u64
-    }
-
     fn enqueue_entity(
         &mut self,
         ctx: &mut SchedCtx,
@@ -440,7 +477,7 @@ impl Fair {
     ) {
         self.update_curr(ctx, rq, cpu);
         if wakeup || initial {
-            self.place_entity(rq, e, initial);
+            P::place_entity(self, rq, e, initial);
         }
         let ent = &mut self.ents[e as usize];
         ent.on_rq = true;
@@ -456,13 +493,7 @@ impl Fair {
 
     fn dequeue_entity(&mut self, ctx: &mut SchedCtx, rq: u32, e: u32, cpu: u32) {
         self.update_curr(ctx, rq, cpu);
-        if let Policy::Eevdf { .. } = self.policy {
-            let v = self.avg_vruntime(rq);
-            let ent = &self.ents[e as usize];
-            let limit =
-                Self::calc_delta_fair((2 * self.tun.base_slice).max(self.tun.tick), ent.weight);
-            self.ents[e as usize].vlag = (v - ent.vruntime).clamp(-limit, limit);
-        }
+        P::update_entity_lag(self, rq, e);
         self.clear_buddies(rq, e);
         let key = self.key(e);
         let ent = &mut self.ents[e as usize];
@@ -477,7 +508,7 @@ impl Fair {
         self.update_min_vruntime(rq);
     }
 
-    fn clear_buddies(&mut self, rq: u32, e: u32) {
+    pub(super) fn clear_buddies(&mut self, rq: u32, e: u32) {
         let r = &mut self.rqs[rq as usize];
         if r.next == Some(e) {
             r.next = None;
@@ -491,7 +522,7 @@ impl Fair {
         }
     }
 
-    fn clear_next(&mut self, rq: u32) {
+    pub(super) fn clear_next(&mut self, rq: u32) {
         let r = &mut self.rqs[rq as usize];
         r.next = None;
         r.next_forced = false;
@@ -572,121 +603,18 @@ impl Fair {
         }
     }
 
-    /// Moves a queued (not running) task to another pCPU, keeping its relative position
-    /// (vruntime renormalised to the destination's min_vruntime; lag kept under EEVDF).
-    fn migrate_task(&mut self, ctx: &mut SchedCtx, t: TaskId, to: u32) {
-        let from = self.task_cpu[t as usize];
-        let rel =
-            self.ents[t as usize].vruntime - self.rqs[self.leaf_rq(t, from) as usize].min_vruntime;
-        self.dequeue_task(ctx, t, from);
-        let leaf = self.leaf_rq(t, to);
-        self.ents[t as usize].vruntime = self.rqs[leaf as usize].min_vruntime + rel;
-        let eevdf = matches!(self.policy, Policy::Eevdf { .. });
-        self.enqueue_task(ctx, t, to, eevdf, false);
-    }
-
-    /// `attach_task`: a pulled task may preempt the destination's current task at once
-    /// (`check_preempt_curr`), as a wake-up would.
-    fn pull_task(&mut self, ctx: &mut SchedCtx, t: TaskId, to: u32) {
-        self.pulled_at[t as usize] = ctx.now.0.max(1);
-        self.migrate_task(ctx, t, to);
-        self.check_preempt_wakeup(ctx, t, to);
-    }
-
     // ------------------------------------------------------------- picking
 
-    /// `wakeup_preempt_entity(curr, se)`: 1 if se should preempt curr by more than the
-    /// wakeup granularity (scaled by se's weight), -1 if curr is not ahead, else 0.
-    fn wakeup_preempt_entity(&self, curr: u32, se: u32) -> i32 {
-        let vdiff = self.ents[curr as usize].vruntime - self.ents[se as usize].vruntime;
-        if vdiff <= 0 {
-            return -1;
-        }
-        let gran =
-            Self::calc_delta_fair(self.tun.wakeup_granularity, self.ents[se as usize].weight);
-        if vdiff > gran {
-            1
-        } else {
-            0
-        }
-    }
-
-    /// EEVDF: the eligible entity with the earliest deadline (`protect`: RUN_TO_PARITY).
-    fn pick_eevdf(&self, rq: u32, protect: Option<u32>) -> Option<u32> {
-        let r = &self.rqs[rq as usize];
-        let v = self.avg_vruntime(rq);
-        if let Some(p) = protect {
-            let e = &self.ents[p as usize];
-            if e.on_rq && e.vruntime <= v && e.protect == Some(e.deadline) {
-                return Some(p);
-            }
-        }
-        let mut cands: Vec<u32> = r.tree.iter().map(|k| k.1).collect();
-        if let Some(c) = r.curr.filter(|c| self.ents[*c as usize].on_rq) {
-            cands.push(c);
-        }
-        let best = cands
-            .iter()
-            .filter(|&&e| self.ents[e as usize].vruntime <= v)
-            .min_by_key(|&&e| (self.ents[e as usize].deadline, e))
-            .copied();
-        // With integer rounding nobody may look eligible; fall back to the leftmost.
-        best.or_else(|| {
-            cands
-                .iter()
-                .min_by_key(|&&e| (self.ents[e as usize].vruntime, e))
-                .copied()
-        })
-    }
-
-    /// `pick_next_entity` on one queue (curr has been put back already).
+    /// `pick_next_entity` on one queue (curr has been put back already): the policy's
+    /// choice, whose buddy marks are then cleared.
     fn pick_entity(&mut self, rq: u32) -> Option<u32> {
-        let r = &self.rqs[rq as usize];
-        let left = r.tree.first().map(|k| k.1)?;
-        let mut se = left;
-        match self.policy {
-            Policy::Cfs => {
-                if r.skip == Some(se) {
-                    if let Some(second) = r.tree.iter().nth(1).map(|k| k.1) {
-                        if self.wakeup_preempt_entity(second, left) < 1 {
-                            self.counters.bump(C_PICK_SKIP_AVOIDED);
-                            se = second;
-                        }
-                    }
-                }
-                if let Some(l) = r.last {
-                    if self.wakeup_preempt_entity(l, left) < 1 {
-                        self.counters.bump(C_PICK_LAST_BUDDY);
-                        se = l;
-                    }
-                }
-                if let Some(n) = r.next {
-                    if r.next_forced || self.wakeup_preempt_entity(n, left) < 1 {
-                        self.counters.bump(C_PICK_NEXT_BUDDY);
-                        se = n;
-                    } else {
-                        self.counters.bump(C_PICK_NEXT_BUDDY_REFUSED);
-                    }
-                }
-            }
-            Policy::Eevdf { pick_buddy } => {
-                se = self.pick_eevdf(rq, None).unwrap_or(left);
-                if let Some(n) = r.next {
-                    let ok = r.next_forced || (pick_buddy && self.eligible(rq, n));
-                    if ok {
-                        self.counters.bump(C_PICK_NEXT_BUDDY);
-                        se = n;
-                    } else if n != se {
-                        self.counters.bump(C_PICK_NEXT_BUDDY_REFUSED);
-                    }
-                }
-            }
-        }
+        let left = self.rqs[rq as usize].tree.first().map(|k| k.1)?;
+        let se = P::pick_next_entity(self, rq, left);
         self.clear_buddies(rq, se);
         Some(se)
     }
 
-    fn set_next_entity(&mut self, rq: u32, e: u32, now: u64) {
+    fn set_next_entity(&mut self, rq: u32, e: u32, now: SimTime) {
         let key = self.key(e);
         let r = &mut self.rqs[rq as usize];
         r.tree.remove(&key);
@@ -721,7 +649,7 @@ impl Fair {
 
     /// Picks the task to run on `cpu`, descending from the root queue.
     fn pick_task(&mut self, ctx: &mut SchedCtx, cpu: u32) -> Option<TaskId> {
-        let now = ctx.now.0;
+        let now = ctx.now;
         let mut rq = cpu;
         loop {
             let e = self.pick_entity(rq)?;
@@ -742,7 +670,7 @@ impl Fair {
     /// wake-up keeps it there when that pCPU is idle. On an SMT host that start can share
     /// a core that a search would avoid; docs/models.md (software-ft) shows how much it
     /// can matter.
-    pub fn wake(&mut self, ctx: &mut SchedCtx, t: TaskId) {
+    fn wake(&mut self, ctx: &mut SchedCtx, t: TaskId) {
         let cpu = self.select_task_rq(ctx, t);
         let new = std::mem::replace(&mut self.never_queued[t as usize], false);
         self.enqueue_task(ctx, t, cpu, !new, new);
@@ -795,7 +723,7 @@ impl Fair {
             ctx.resched(cpu);
             return;
         };
-        if !self.tun.wakeup_preemption || curr == t {
+        if !self.policy.wakeup_preemption() || curr == t {
             return;
         }
         // find_matching_se: compare at the level where both are in the same queue.
@@ -810,25 +738,15 @@ impl Fair {
             };
         let rq = self.ents[se as usize].rq;
         self.update_curr(ctx, rq, cpu);
-        let preempt = match self.policy {
-            Policy::Cfs => self.wakeup_preempt_entity(se, pse) == 1,
-            Policy::Eevdf { .. } => self.pick_eevdf(rq, Some(se)) == Some(pse),
-        };
-        if preempt {
+        if P::check_preempt_wakeup(self, t, rq, se, pse, cpu) {
             self.counters.bump(C_WAKEUP_PREEMPT);
-            if let Policy::Cfs = self.policy {
-                self.set_next_buddy(t, cpu, false);
-                if self.rqs[rq as usize].nr_running >= SCHED_NR_LATENCY {
-                    self.rqs[rq as usize].last = Some(se);
-                }
-            }
             ctx.resched(cpu);
         } else {
             self.counters.bump(C_WAKEUP_NO_PREEMPT);
         }
     }
 
-    fn set_next_buddy(&mut self, t: TaskId, cpu: u32, forced: bool) {
+    pub(super) fn set_next_buddy(&mut self, t: TaskId, cpu: u32, forced: bool) {
         let (p, n) = self.path(t, cpu);
         for &e in &p[..n] {
             let rq = self.ents[e as usize].rq as usize;
@@ -839,7 +757,7 @@ impl Fair {
         }
     }
 
-    pub fn block(&mut self, ctx: &mut SchedCtx, cpu: CpuId, t: TaskId) {
+    fn block(&mut self, ctx: &mut SchedCtx, cpu: CpuId, t: TaskId) {
         self.dequeue_task(ctx, t, cpu);
         // Put it back now, as schedule() does under the same run-queue lock: the task may
         // be woken and queued elsewhere before this pCPU picks again.
@@ -849,7 +767,7 @@ impl Fair {
         }
     }
 
-    pub fn pick_next(
+    fn pick_next(
         &mut self,
         ctx: &mut SchedCtx,
         cpu: CpuId,
@@ -875,17 +793,17 @@ impl Fair {
         match self.pick_task(ctx, cpu) {
             Some(t) => {
                 if let Some(since) = self.idle_since[cpu as usize].take() {
-                    let idle = ctx.now.0 - since;
-                    let avg = self.avg_idle[cpu as usize] as i64;
-                    let new = (avg + (idle as i64 - avg) / 8) as u64;
-                    self.avg_idle[cpu as usize] = new.min(2 * self.tun.migration_cost);
+                    let idle = ctx.now.minus(since).ns();
+                    let avg = self.avg_idle[cpu as usize].ns() as i64;
+                    let new = SimDuration((avg + (idle as i64 - avg) / 8) as u64);
+                    self.avg_idle[cpu as usize] = new.min(self.tun.migration_cost * 2);
                 }
                 self.running[cpu as usize] = Some(t);
-                ctx.set_timer(cpu, ctx.now + SimDuration(self.tun.tick));
+                ctx.set_timer(cpu, ctx.now + self.tun.tick);
                 Some(t)
             }
             None => {
-                self.idle_since[cpu as usize].get_or_insert(ctx.now.0);
+                self.idle_since[cpu as usize].get_or_insert(ctx.now);
                 self.counters.bump(C_PICK_IDLE);
                 ctx.cancel_timer(cpu);
                 None
@@ -894,7 +812,7 @@ impl Fair {
     }
 
     /// The scheduler tick on a busy pCPU: account, preempt, balance.
-    pub fn tick(&mut self, ctx: &mut SchedCtx, cpu: CpuId) {
+    fn tick(&mut self, ctx: &mut SchedCtx, cpu: CpuId) {
         let Some(t) = self.running[cpu as usize] else {
             return;
         };
@@ -902,9 +820,7 @@ impl Fair {
         for &e in &p[..n] {
             let rq = self.ents[e as usize].rq;
             self.update_curr(ctx, rq, cpu);
-            if self.policy == Policy::Cfs && self.rqs[rq as usize].nr_running > 1 {
-                self.check_preempt_tick(ctx, rq, e, cpu);
-            }
+            P::entity_tick(self, ctx, rq, e, cpu);
         }
         self.periodic_balance(ctx, cpu);
         if self.h_nr[cpu as usize] >= 2 {
@@ -924,35 +840,13 @@ impl Fair {
                 }
             }
         }
-        ctx.set_timer(cpu, ctx.now + SimDuration(self.tun.tick));
-    }
-
-    fn check_preempt_tick(&mut self, ctx: &mut SchedCtx, rq: u32, curr: u32, cpu: u32) {
-        let ideal = self.sched_slice(rq, curr);
-        let e = &self.ents[curr as usize];
-        let ran = e.sum_exec - e.prev_sum_exec;
-        if ran > ideal {
-            self.counters.bump(C_TICK_PREEMPT);
-            ctx.resched(cpu);
-            self.clear_buddies(rq, curr);
-            return;
-        }
-        if ran < self.tun.min_granularity {
-            return;
-        }
-        if let Some(&(lv, _)) = self.rqs[rq as usize].tree.first() {
-            let delta = e.vruntime - lv;
-            if delta > ideal as i64 {
-                self.counters.bump(C_TICK_PREEMPT);
-                ctx.resched(cpu);
-            }
-        }
+        ctx.set_timer(cpu, ctx.now + self.tun.tick);
     }
 
     // ------------------------------------------------------------- directed yield
 
     /// core.c `yield_to` + `yield_to_task_fair`, with the papers' fixes (b) and (c).
-    pub fn yield_to(&mut self, ctx: &mut SchedCtx, req: YieldRequest) -> YieldResult {
+    fn yield_to(&mut self, ctx: &mut SchedCtx, req: YieldRequest) -> YieldResult {
         let (me, cpu, target) = (req.from, req.from_cpu, req.target);
         let p_cpu = self.task_cpu[target as usize];
         if self.h_nr[cpu as usize] == 1 && self.h_nr[p_cpu as usize] == 1 {
@@ -996,158 +890,11 @@ impl Fair {
             return;
         }
         self.update_curr(ctx, leaf, cpu);
-        match self.policy {
-            Policy::Cfs => {
-                let (p, n) = self.path(me, cpu);
-                for &e in &p[..n] {
-                    let rq = self.ents[e as usize].rq;
-                    self.clear_buddies(rq, e);
-                    self.rqs[rq as usize].skip = Some(e);
-                }
-            }
-            Policy::Eevdf { .. } => {
-                let ent = &mut self.ents[me as usize];
-                ent.deadline += Self::calc_delta_fair(self.tun.base_slice, ent.weight);
-            }
-        }
-    }
-
-    // ------------------------------------------------------------- load balancing
-
-    /// Tasks queued (not running) on a pCPU, in a stable order.
-    fn queued_tasks(&self, cpu: u32) -> impl Iterator<Item = TaskId> + '_ {
-        let running = self.running[cpu as usize];
-        self.cpu_tasks[cpu as usize]
-            .iter()
-            .copied()
-            .filter(move |&t| Some(t) != running)
-    }
-
-    /// A pCPU's load as the balancer sees it: the root queue's weight (group entities in
-    /// group mode, tasks otherwise).
-    fn cpu_load(&self, cpu: u32) -> u64 {
-        self.rqs[cpu as usize].load
-    }
-
-    /// A task's hierarchical load (`task_h_load`): its share of its group entity's weight.
-    fn task_h_load(&self, t: TaskId) -> u64 {
-        let e = &self.ents[t as usize];
-        if !self.tun.group_per_vm {
-            return e.weight;
-        }
-        let cpu = self.task_cpu[t as usize];
-        let ge = &self.ents[self.group_ent(self.task_vm[t as usize], cpu) as usize];
-        let group_load = self.rqs[self.leaf_rq(t, cpu) as usize].load.max(1);
-        ge.weight * e.weight / group_load
-    }
-
-    /// Queued tasks in the order `detach_tasks` tries them: least recently run first
-    /// (the tail of `cfs_tasks`).
-    fn pull_order(&self, cpu: u32) -> Vec<TaskId> {
-        let mut v: Vec<TaskId> = self.queued_tasks(cpu).collect();
-        v.sort_by_key(|&t| (self.ents[t as usize].exec_start, t));
-        v
-    }
-
-    fn cache_hot(&self, t: TaskId, now: u64) -> bool {
-        now.saturating_sub(self.ents[t as usize].exec_start) < self.tun.migration_cost
-            && self.ents[t as usize].sum_exec > 0
-    }
-
-    /// Pulls one queued task to an idle `cpu` from the busiest pCPU, innermost domain first.
-    fn newidle_balance(&mut self, ctx: &mut SchedCtx, cpu: u32, ignore_hot: bool) {
-        let now = ctx.now.0;
-        for level in 0..3 {
-            let busiest = self.domains[cpu as usize][level]
-                .iter()
-                .copied()
-                .filter(|&c| c != cpu && self.h_nr[c as usize] >= 2)
-                .max_by_key(|&c| (self.h_nr[c as usize], std::cmp::Reverse(c)));
-            let Some(src) = busiest else { continue };
-            let pick = self
-                .pull_order(src)
-                .into_iter()
-                .find(|&t| ctx.allowed(t, cpu) && (ignore_hot || !self.cache_hot(t, now)));
-            if let Some(t) = pick {
-                self.counters.bump(C_NEWIDLE_PULL);
-                self.pull_task(ctx, t, cpu);
-                return;
-            }
-        }
-    }
-
-    /// Periodic balancing from a busy pCPU's tick, per domain at its interval.
-    fn periodic_balance(&mut self, ctx: &mut SchedCtx, cpu: u32) {
-        let now = ctx.now.0;
-        for level in 0..3 {
-            let span = self.domains[cpu as usize][level].len() as u64;
-            if span <= 1 {
-                continue;
-            }
-            // Interval: the domain's weight in ms, times busy_factor 32 on a busy pCPU.
-            let interval = span * 1_000_000 * 32;
-            if now < self.last_balance[cpu as usize][level] + interval {
-                continue;
-            }
-            self.last_balance[cpu as usize][level] = now;
-            let this = self.cpu_load(cpu);
-            let busiest = self.domains[cpu as usize][level]
-                .iter()
-                .copied()
-                .filter(|&c| c != cpu && self.h_nr[c as usize] >= 2)
-                .max_by_key(|&c| (self.cpu_load(c), std::cmp::Reverse(c)));
-            let Some(src) = busiest else { continue };
-            let pct = [110, 117, 125][level];
-            if self.cpu_load(src) * 100 <= this * pct {
-                self.nr_balance_failed[cpu as usize][level] = 0;
-                continue;
-            }
-            // cache_nice_tries: SMT 0, MC 1, DIE 1. Beyond them hot tasks may move; beyond
-            // cache_nice_tries + 2 failures the running task is pushed (active balance).
-            let nice_tries = [0, 1, 1][level];
-            let failed = self.nr_balance_failed[cpu as usize][level];
-            let allow_hot = failed > nice_tries;
-            let mut imbalance = (self.cpu_load(src) - this) / 2;
-            let mut moved = false;
-            let cands: Vec<TaskId> = self
-                .pull_order(src)
-                .into_iter()
-                .filter(|&t| ctx.allowed(t, cpu) && (allow_hot || !self.cache_hot(t, now)))
-                .filter(|&t| {
-                    self.pulled_at[t as usize] == 0 || now >= self.pulled_at[t as usize] + interval
-                })
-                .collect();
-            for t in cands {
-                let w = self.task_h_load(t);
-                if w / 2 > imbalance {
-                    continue;
-                }
-                self.counters.bump(C_BALANCE_PULL);
-                self.pull_task(ctx, t, cpu);
-                moved = true;
-                imbalance = imbalance.saturating_sub(w);
-                if imbalance == 0 {
-                    break;
-                }
-            }
-            if moved {
-                self.nr_balance_failed[cpu as usize][level] = 0;
-            } else {
-                self.counters.bump(C_BALANCE_FAILED);
-                self.nr_balance_failed[cpu as usize][level] = failed + 1;
-                if failed + 1 > nice_tries + 2 {
-                    if let Some(r) = self.running[src as usize].filter(|&r| ctx.allowed(r, cpu)) {
-                        self.active_move[src as usize] = Some((r, cpu));
-                        ctx.resched(src);
-                        self.nr_balance_failed[cpu as usize][level] = nice_tries + 1;
-                    }
-                }
-            }
-        }
+        P::yield_task(self, me, cpu);
     }
 }
 
-impl Scheduler for Fair {
+impl<P: FairPolicy> Scheduler for Fair<P> {
     fn init(&mut self, ctx: &mut SchedCtx) {
         Fair::init(self, ctx)
     }
@@ -1174,160 +921,10 @@ impl Scheduler for Fair {
     fn counters(&self) -> Vec<(&'static str, u64)> {
         self.counters.list()
     }
-    /// A task's turn is at most one scheduling period (CFS: latency, or min_granularity
-    /// per task beyond sched_nr_latency; EEVDF: a base slice, at most 2 x base_slice + tick
-    /// past its deadline), so the largest of those bounds every other task's turn.
-    fn starvation_bound(&self, view: &super::SchedView) -> Option<crate::time::SimDuration> {
-        let turn = self
-            .tun
-            .latency
-            .max(self.tun.min_granularity)
-            .max(2 * self.tun.base_slice + self.tun.tick);
-        Some(super::proportional_share_bound(
-            view,
-            crate::time::SimDuration(turn),
-        ))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::sched::{RunState, SchedOut, SchedView, TaskInfo};
-    use crate::time::SimTime;
-    use crate::topology::{CpuSet, Topology};
-
-    fn view(ntasks: usize) -> SchedView {
-        SchedView {
-            topo: Topology::new(1, 1, 1, 1),
-            tasks: (0..ntasks)
-                .map(|i| TaskInfo {
-                    vm: 0,
-                    index: i as u32,
-                    affinity: CpuSet::full(1),
-                    weight: 256,
-                    cap: 0,
-                    class: None,
-                    latency_vcpu: false,
-                })
-                .collect(),
-            state: vec![RunState::Runnable; ntasks],
-            cpu_curr: vec![None],
-            nvms: 1,
-        }
-    }
-
-    fn tunables() -> Tunables {
-        Tunables {
-            latency: 6_000_000,
-            min_granularity: 750_000,
-            wakeup_granularity: 1_000_000,
-            base_slice: 750_000,
-            tick: 4_000_000,
-            migration_cost: 500_000,
-            group_per_vm: false,
-            tunable_scaling: false,
-            gentle_fair_sleepers: true,
-            start_debit: true,
-            wakeup_preemption: true,
-        }
-    }
-
-    /// An initialised scheduler of `ntasks` tasks on one pCPU, after `body` ran on it at
-    /// time 0 (the context borrows the view and the output, so it cannot be returned).
-    fn with_fair(
-        policy: Policy,
-        ntasks: usize,
-        body: impl FnOnce(&mut Fair, &mut SchedCtx),
-    ) -> Fair {
-        let v = view(ntasks);
-        let mut out = SchedOut {
-            resched_pending: vec![false],
-            ..Default::default()
-        };
-        let mut ctx = SchedCtx {
-            now: SimTime(0),
-            view: &v,
-            out: &mut out,
-        };
-        let mut f = Fair::new(policy, tunables());
-        f.init(&mut ctx);
-        body(&mut f, &mut ctx);
-        f
-    }
-
-    /// Three tasks queued on one pCPU; returns the scheduler with the buddy `next` set.
-    fn queue_with_next(policy: Policy, lead: i64) -> Fair {
-        let mut f = with_fair(policy, 3, |f, ctx| {
-            for t in 0..3 {
-                f.enqueue_task(ctx, t, 0, true, false);
-            }
-        });
-        // Hand-set positions: task 1 is the leftmost, task 2 leads it by `lead`, task 0 last.
-        for (t, v) in [(0u32, 10_000_000i64), (1, 0), (2, lead)] {
-            let old = f.key(t);
-            f.rqs[0].tree.remove(&old);
-            f.ents[t as usize].vruntime = v;
-            f.ents[t as usize].deadline = v + 1_000_000;
-            f.rqs[0].tree.insert((v, t));
-        }
-        f.rqs[0].next = Some(2);
-        f
-    }
-
-    #[test]
-    fn cfs_honours_the_next_buddy_only_within_the_wakeup_granularity() {
-        // Granularity for a nice-0 buddy: 1 ms of vruntime.
-        let mut near = queue_with_next(Policy::Cfs, 900_000);
-        assert_eq!(near.pick_entity(0), Some(2));
-        let mut far = queue_with_next(Policy::Cfs, 1_100_000);
-        assert_eq!(
-            far.pick_entity(0),
-            Some(1),
-            "a buddy beyond the granularity is refused"
-        );
-        assert_eq!(far.counters.values[C_PICK_NEXT_BUDDY_REFUSED], 1);
-        // Fix (b) forces it.
-        let mut forced = queue_with_next(Policy::Cfs, 1_100_000);
-        forced.rqs[0].next_forced = true;
-        assert_eq!(forced.pick_entity(0), Some(2));
-    }
-
-    #[test]
-    fn eevdf_buddy_rule_6_6_ignores_and_6_14_honours_an_eligible_buddy() {
-        // V = (10ms + 0 + 0.2ms)/3 = 3.4 ms: task 2 at 0.2 ms is eligible but its deadline
-        // (1.2 ms) is later than task 1's (1 ms), so plain EEVDF picks task 1.
-        let mut v66 = queue_with_next(Policy::Eevdf { pick_buddy: false }, 200_000);
-        assert_eq!(v66.pick_entity(0), Some(1));
-        let mut v614 = queue_with_next(Policy::Eevdf { pick_buddy: true }, 200_000);
-        assert_eq!(v614.pick_entity(0), Some(2));
-        // An ineligible buddy is refused even under 6.14: at 6 ms it is past V = 16/3 ms.
-        let mut inel = queue_with_next(Policy::Eevdf { pick_buddy: true }, 6_000_000);
-        assert_eq!(inel.pick_entity(0), Some(1));
-    }
-
-    /// A task's first wake-up is `wake_up_new_task`: CFS places it one vslice after
-    /// min_vruntime (START_DEBIT); a later wake-up after sleeping is placed as a sleeper,
-    /// half a latency before min_vruntime (GENTLE_FAIR_SLEEPERS).
-    #[test]
-    fn first_wake_is_placed_as_a_new_task_later_ones_as_sleepers() {
-        with_fair(Policy::Cfs, 2, |f, ctx| {
-            f.wake(ctx, 0);
-            let min = f.rqs[0].min_vruntime;
-            f.wake(ctx, 1);
-            // Two queued nice-0 tasks share the 6 ms period: a 3 ms slice, in vruntime too.
-            assert_eq!(f.ents[1].vruntime, min + 3_000_000);
-            // Long asleep: a sleeper's credit is capped at half the 6 ms latency.
-            f.dequeue_task(ctx, 1, 0);
-            f.ents[1].vruntime = min - 100_000_000;
-            f.wake(ctx, 1);
-            assert_eq!(f.ents[1].vruntime, f.rqs[0].min_vruntime - 3_000_000);
-            assert!(!f.never_queued[1]);
-        });
-    }
-
-    #[test]
-    fn tunables_scale_with_log_of_cpus() {
-        assert_eq!([1, 2, 4, 8, 64].map(scale_factor), [1, 2, 3, 4, 4]);
+    /// A task's turn is at most the policy's longest (`FairPolicy::longest_turn`), which
+    /// bounds every other task's turn.
+    fn starvation_bound(&self, view: &SchedView) -> Option<SimDuration> {
+        let turn = self.policy.longest_turn(self.tun.tick);
+        Some(proportional_share_bound(view, turn))
     }
 }

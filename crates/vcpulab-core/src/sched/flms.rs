@@ -112,9 +112,9 @@
 //!   places those workloads with `vcpus = [0]`).
 
 use super::credit::{self, Credit, CreditPolicy};
-use super::{Counters, CpuId, ParamInfo, ParamKind, Params, SchedCtx, SchedView, TaskId};
+use super::{Counters, ParamInfo, ParamKind, Params, SchedCtx, SchedView, TaskId};
 use crate::reader::{Res, Table};
-use crate::time::NS_PER_US;
+use crate::time::SimDuration;
 use crate::topology::{CpuSet, Topology};
 
 pub const DESCRIPTION: &str = "FLMS (Xen 4.4.2 Credit + latency/CPU pCPU pools resized by load, 1 ms short slices ordered by IO_Boost, sibling/socket-aware idle balancing)";
@@ -219,42 +219,24 @@ pub fn check_params(t: &Table) -> Res<()> {
 }
 
 // Counters, one per decision branch.
-const RESIZE_GROW_SP: usize = 0;
-const RESIZE_SHRINK_SP: usize = 1;
-const RESIZE_NONE: usize = 2;
-const REBIND_MOVED: usize = 3;
-const REBIND_IN_PLACE: usize = 4;
-const POOL_OUTSIDE_AFFINITY: usize = 5;
-const BALANCE_SIBLING: usize = 6;
-const BALANCE_SAME_SOCKET: usize = 7;
-const BALANCE_OTHER_SOCKET: usize = 8;
-const BALANCE_NONE: usize = 9;
-const BALANCE_NOTHING_TO_TAKE: usize = 10;
-const VICTIM_SP: usize = 11;
-const VICTIM_LP: usize = 12;
-const DISPATCH_SHORT: usize = 13;
-const DISPATCH_LONG: usize = 14;
-const SAMPLED_WAITING: usize = 15;
-const NCOUNTERS: usize = 16;
-
-const COUNTER_NAMES: [&str; NCOUNTERS] = [
-    "flms_resize_grow_sp",
-    "flms_resize_shrink_sp",
-    "flms_resize_none",
-    "flms_rebind_moved",
-    "flms_rebind_in_place",
-    "flms_pool_outside_affinity",
-    "flms_balance_sibling",
-    "flms_balance_same_socket_above_a",
-    "flms_balance_other_socket_above_b",
-    "flms_balance_none_busy_enough",
-    "flms_balance_nothing_to_take",
-    "flms_victim_sp_smallest_io_boost",
-    "flms_victim_lp_equalising_load",
-    "flms_dispatch_short_slice",
-    "flms_dispatch_long_slice",
-    "flms_sampled_waiting_vcpu",
-];
+super::counters::declare_counters! {
+    RESIZE_GROW_SP => "flms_resize_grow_sp",
+    RESIZE_SHRINK_SP => "flms_resize_shrink_sp",
+    RESIZE_NONE => "flms_resize_none",
+    REBIND_MOVED => "flms_rebind_moved",
+    REBIND_IN_PLACE => "flms_rebind_in_place",
+    POOL_OUTSIDE_AFFINITY => "flms_pool_outside_affinity",
+    BALANCE_SIBLING => "flms_balance_sibling",
+    BALANCE_SAME_SOCKET => "flms_balance_same_socket_above_a",
+    BALANCE_OTHER_SOCKET => "flms_balance_other_socket_above_b",
+    BALANCE_NONE => "flms_balance_none_busy_enough",
+    BALANCE_NOTHING_TO_TAKE => "flms_balance_nothing_to_take",
+    VICTIM_SP => "flms_victim_sp_smallest_io_boost",
+    VICTIM_LP => "flms_victim_lp_equalising_load",
+    DISPATCH_SHORT => "flms_dispatch_short_slice",
+    DISPATCH_LONG => "flms_dispatch_long_slice",
+    SAMPLED_WAITING => "flms_sampled_waiting_vcpu",
+}
 
 /// The number of SPs (eqs. 3-4 plus the minimum pool sizes; see the header).
 pub fn sp_count(est_io: f64, est_cpu: f64, pnum: usize, has_io: bool, has_cpu: bool) -> usize {
@@ -419,7 +401,7 @@ pub fn lp_victim(busy_src: f64, busy_dst: f64, cands: &[(TaskId, f64)]) -> Optio
 }
 
 pub struct Flms {
-    short_slice: u64,
+    short_slice: SimDuration,
     alpha: f64,
     beta: f64,
     balance_a: f64,
@@ -453,7 +435,7 @@ pub struct Flms {
 impl Flms {
     pub fn new(p: &Params) -> Flms {
         Flms {
-            short_slice: p.int("short_slice_us").max(1) as u64 * NS_PER_US,
+            short_slice: SimDuration::from_us(p.int("short_slice_us").max(1) as u64),
             alpha: p.float("alpha"),
             beta: p.float("beta"),
             balance_a: p.int("balance_a") as f64,
@@ -513,7 +495,7 @@ impl CreditPolicy for Flms {
         let v = ctx.view;
         let n = v.topo.ncpus();
         let nt = v.tasks.len();
-        let f = &mut c.policy;
+        let f = c.policy_mut();
         f.order = pool_order(&v.topo);
         f.io_vcpu = v.tasks.iter().map(|t| t.latency_vcpu).collect();
         f.has_io = f.io_vcpu.iter().any(|&x| x);
@@ -526,31 +508,30 @@ impl CreditPolicy for Flms {
         f.current_busy = vec![0; n];
         f.history_busy = vec![0.0; n];
         for t in 0..nt {
-            let pool = c.policy.bound_pool(v, t);
-            if c.policy
-                .class_pool(t)
-                .intersect(&v.tasks[t].affinity)
-                .is_empty()
-            {
-                c.policy.counters.bump(POOL_OUTSIDE_AFFINITY);
+            let f = c.policy_mut();
+            let pool = f.bound_pool(v, t);
+            if f.class_pool(t).intersect(&v.tasks[t].affinity).is_empty() {
+                f.counters.bump(POOL_OUTSIDE_AFFINITY);
             }
-            c.pool[t] = pool;
-            if c.policy.io_vcpu[t] {
-                c.slice_of[t] = c.policy.short_slice;
+            let short = f.io_vcpu[t].then_some(f.short_slice);
+            c.set_initial_pool(t as TaskId, pool);
+            if let Some(short) = short {
+                c.set_slice(t as TaskId, short);
             }
         }
     }
 
     fn after_acct(c: &mut Credit<Self>, ctx: &mut SchedCtx) {
-        let f = &mut c.policy;
-        let (beta, alpha) = (f.beta, f.alpha);
+        let (beta, alpha) = (c.policy().beta, c.policy().alpha);
         let (mut sample_io, mut sample_cpu) = (0i64, 0i64);
-        let period_credits = c.credits_per_tslice;
-        for t in 0..f.period_load.len() {
-            let paid = std::mem::take(&mut f.period_load[t]);
+        let period_credits = c.credits_per_tslice();
+        for t in 0..ctx.view.tasks.len() {
             // pool_sample = "demand": a vCPU found waiting counts as wanting the period.
-            let waiting =
-                f.sample_demand && ctx.view.state[t] == super::RunState::Runnable && !c.parked[t];
+            let waiting = c.policy().sample_demand
+                && ctx.view.state[t] == super::RunState::Runnable
+                && !c.is_parked(t as TaskId);
+            let f = c.policy_mut();
+            let paid = std::mem::take(&mut f.period_load[t]);
             let sample = paid + if waiting { period_credits } else { 0 };
             if waiting {
                 f.counters.bump(SAMPLED_WAITING);
@@ -568,6 +549,7 @@ impl CreditPolicy for Flms {
                 0.0
             };
         }
+        let f = c.policy_mut();
         for p in 0..f.current_busy.len() {
             let paid = std::mem::take(&mut f.current_busy[p]);
             f.history_busy[p] = beta * f.history_busy[p] + (1.0 - beta) * paid as f64;
@@ -587,23 +569,24 @@ impl CreditPolicy for Flms {
             RESIZE_SHRINK_SP
         });
         f.set_split(sp_num);
-        for t in 0..c.pool.len() {
-            let pool = c.policy.bound_pool(ctx.view, t);
-            if pool == c.pool[t] {
+        for t in 0..ctx.view.tasks.len() as TaskId {
+            let ti = t as usize;
+            let pool = c.policy().bound_pool(ctx.view, ti);
+            if pool == *c.pool(t) {
                 continue;
             }
-            let aff = &ctx.view.tasks[t].affinity;
-            if c.policy.class_pool(t).intersect(aff).is_empty() {
-                c.policy.counters.bump(POOL_OUTSIDE_AFFINITY);
+            let in_place = pool.contains(c.processor(t) as usize);
+            let f = c.policy_mut();
+            let aff = &ctx.view.tasks[ti].affinity;
+            if f.class_pool(ti).intersect(aff).is_empty() {
+                f.counters.bump(POOL_OUTSIDE_AFFINITY);
             }
-            c.policy
-                .counters
-                .bump(if pool.contains(c.processor[t] as usize) {
-                    REBIND_IN_PLACE
-                } else {
-                    REBIND_MOVED
-                });
-            c.set_pool(ctx, t as TaskId, pool);
+            f.counters.bump(if in_place {
+                REBIND_IN_PLACE
+            } else {
+                REBIND_MOVED
+            });
+            c.set_pool(ctx, t, pool);
         }
     }
 
@@ -616,7 +599,7 @@ impl CreditPolicy for Flms {
     /// vCPU queued outside its pool, and none running outside it unless already marked
     /// for migration (it leaves at its pCPU's next decision).
     fn check(c: &Credit<Self>, view: &SchedView) -> Result<(), String> {
-        let f = &c.policy;
+        let f = c.policy();
         let n = view.topo.ncpus();
         if !f.for_io.intersect(&f.for_cpu).is_empty() || f.for_io.len() + f.for_cpu.len() != n {
             return Err(format!(
@@ -628,27 +611,27 @@ impl CreditPolicy for Flms {
             return Err("flms: a class with vCPUs has an empty pool".into());
         }
         for t in 0..view.tasks.len() {
-            if c.pool[t] != f.bound_pool(view, t) {
+            if *c.pool(t as TaskId) != f.bound_pool(view, t) {
                 return Err(format!(
                     "flms: task {t} is bound to {:?}, not to its class's pool",
-                    c.pool[t]
+                    c.pool(t as TaskId)
                 ));
             }
         }
         for (cpu, curr) in view.cpu_curr.iter().enumerate() {
             if let Some(t) = *curr {
-                if !c.pool[t as usize].contains(cpu) && !c.migrating[t as usize] {
+                if !c.pool(t).contains(cpu) && !c.is_migrating(t) {
                     return Err(format!(
                         "flms: task {t} runs on pCPU {cpu}, outside its pool {:?}",
-                        c.pool[t as usize]
+                        c.pool(t)
                     ));
                 }
             }
-            for &t in &c.runq[cpu] {
-                if !c.pool[t as usize].contains(cpu) {
+            for &t in c.queue(cpu) {
+                if !c.pool(t).contains(cpu) {
                     return Err(format!(
                         "flms: task {t} waits on pCPU {cpu}, outside its pool {:?}",
-                        c.pool[t as usize]
+                        c.pool(t)
                     ));
                 }
             }
@@ -659,21 +642,21 @@ impl CreditPolicy for Flms {
     /// On an SP, an arriving vCPU goes ahead of equals with a larger IO_Boost; the vCPU
     /// being put back after its slice (still `curr` while it is requeued) does not.
     fn runs_before(c: &Credit<Self>, t: TaskId, other: TaskId, cpu: usize) -> bool {
-        let f = &c.policy;
+        let f = c.policy();
         f.for_io.contains(cpu)
-            && c.curr[cpu] != Some(t)
+            && c.running(cpu) != Some(t)
             && f.io_boost[t as usize] < f.io_boost[other as usize]
     }
 
     fn charged(c: &mut Credit<Self>, t: TaskId, credits: i64) {
-        let cpu = c.processor[t as usize] as usize;
-        let f = &mut c.policy;
+        let cpu = c.processor(t) as usize;
+        let f = c.policy_mut();
         f.period_load[t as usize] += credits;
         f.current_busy[cpu] += credits;
     }
 
     fn dispatched(c: &mut Credit<Self>, t: TaskId, _cpu: usize) {
-        let f = &mut c.policy;
+        let f = c.policy_mut();
         let ti = t as usize;
         f.io_boost[ti] += 1.0 / f.period_load[ti].max(1) as f64;
         f.counters.bump(if f.io_vcpu[ti] {
@@ -684,30 +667,24 @@ impl CreditPolicy for Flms {
     }
 
     fn load_balance(c: &mut Credit<Self>, ctx: &SchedCtx, cpu: usize, pri: i8) -> Option<TaskId> {
-        let on_sp = c.policy.for_io.contains(cpu);
-        let own = if on_sp {
-            &c.policy.for_io
-        } else {
-            &c.policy.for_cpu
-        };
-        let mut peers = c.maybe_queued.intersect(own);
+        let f = c.policy();
+        let on_sp = f.for_io.contains(cpu);
+        let own = if on_sp { &f.for_io } else { &f.for_cpu };
+        let mut peers = c.maybe_queued().intersect(own);
         peers.remove(cpu);
-        let f = &c.policy;
         let from = balance_source_lazy(
             &ctx.view.topo,
             cpu,
             &peers,
             |peer| {
-                c.curr[peer].is_some()
-                    && !c.idlers.contains(peer)
-                    && has_candidate(c, peer, cpu, pri)
+                c.running(peer).is_some() && !c.is_idler(peer) && has_candidate(c, peer, cpu, pri)
             },
             &f.history_busy,
             f.balance_a,
             f.balance_b,
         );
         let Some(from) = from else {
-            c.policy.counters.bump(BALANCE_NOTHING_TO_TAKE);
+            c.policy_mut().counters.bump(BALANCE_NOTHING_TO_TAKE);
             return None;
         };
         let (src, branch) = match from {
@@ -715,13 +692,13 @@ impl CreditPolicy for Flms {
             BalanceFrom::SameSocket(s) => (s, BALANCE_SAME_SOCKET),
             BalanceFrom::OtherSocket(s) => (s, BALANCE_OTHER_SOCKET),
             BalanceFrom::None => {
-                c.policy.counters.bump(BALANCE_NONE);
+                c.policy_mut().counters.bump(BALANCE_NONE);
                 return None;
             }
         };
-        let mut with = std::mem::take(&mut c.policy.victim_scratch);
+        let mut with = std::mem::take(&mut c.policy_mut().victim_scratch);
         with.clear();
-        let f = &c.policy;
+        let f = c.policy();
         with.extend(candidates(c, src, cpu, pri).map(|t| {
             let key = if on_sp {
                 f.io_boost[t as usize]
@@ -736,13 +713,11 @@ impl CreditPolicy for Flms {
             lp_victim(f.history_busy[src], f.history_busy[cpu], &with)
         }
         .expect("a giver has a candidate");
-        c.policy.victim_scratch = with;
-        c.policy.counters.bump(branch);
-        c.policy
-            .counters
-            .bump(if on_sp { VICTIM_SP } else { VICTIM_LP });
-        c.runq_remove(victim);
-        c.processor[victim as usize] = cpu as CpuId;
+        let f = c.policy_mut();
+        f.victim_scratch = with;
+        f.counters.bump(branch);
+        f.counters.bump(if on_sp { VICTIM_SP } else { VICTIM_LP });
+        c.take_queued(victim, cpu);
         Some(victim)
     }
 }
@@ -750,10 +725,10 @@ impl CreditPolicy for Flms {
 /// Whether idle `cpu` may take anything from `peer` (`candidates` without the list: this
 /// runs for every pCPU of the pool on each balance attempt).
 fn has_candidate(c: &Credit<Flms>, peer: usize, cpu: usize, pri: i8) -> bool {
-    c.runq[peer]
+    c.queue(peer)
         .iter()
-        .take_while(|&&t| c.pri[t as usize] > pri)
-        .any(|&t| c.pool[t as usize].contains(cpu))
+        .take_while(|&&t| c.priority(t) > pri)
+        .any(|&t| c.pool(t).contains(cpu))
 }
 
 /// What idle `cpu` may take from `peer`: its queued vCPUs of priority above `pri` whose
@@ -764,11 +739,11 @@ fn candidates<'a>(
     cpu: usize,
     pri: i8,
 ) -> impl Iterator<Item = TaskId> + 'a {
-    c.runq[peer]
+    c.queue(peer)
         .iter()
         .copied()
-        .take_while(move |&t| c.pri[t as usize] > pri)
-        .filter(move |&t| c.pool[t as usize].contains(cpu))
+        .take_while(move |&t| c.priority(t) > pri)
+        .filter(move |&t| c.pool(t).contains(cpu))
 }
 
 /// `flms`: Credit with the FLMS policy. Its periodic events are Credit's ticks (short
@@ -832,36 +807,36 @@ mod tests {
     #[test]
     fn sp_queues_are_ordered_by_io_boost_lp_queues_are_fifo() {
         let (_view, mut c) = setup(3, &[true, true, true, false, false, false]);
-        assert_eq!(c.policy.for_io.iter().collect::<Vec<_>>(), vec![2]);
-        assert_eq!(c.pool[0].iter().collect::<Vec<_>>(), vec![2]);
-        assert_eq!(c.pool[3].iter().collect::<Vec<_>>(), vec![0, 1]);
-        assert_eq!(c.slice_of[0], 1_000_000);
-        assert_eq!(c.slice_of[3], 30_000_000);
+        assert_eq!(c.policy().for_io.iter().collect::<Vec<_>>(), vec![2]);
+        assert_eq!(c.pool(0).iter().collect::<Vec<_>>(), vec![2]);
+        assert_eq!(c.pool(3).iter().collect::<Vec<_>>(), vec![0, 1]);
+        assert_eq!(c.slice_of(0), SimDuration(1_000_000));
+        assert_eq!(c.slice_of(3), SimDuration(30_000_000));
         for (t, b) in [(0, 0.5), (1, 0.1), (2, 0.5), (3, 0.5), (4, 0.1), (5, 0.3)] {
-            c.policy.io_boost[t] = b;
+            c.policy_mut().io_boost[t] = b;
         }
         for t in 0..3 {
-            c.runq_insert(t, 2);
+            c.test_enqueue(t, 2);
         }
-        assert_eq!(c.runq[2], [1, 0, 2]);
+        assert_eq!(*c.queue(2), [1, 0, 2]);
         for t in 3..6 {
-            c.runq_insert(t, 0);
+            c.test_enqueue(t, 0);
         }
-        assert_eq!(c.runq[0], [3, 4, 5]);
+        assert_eq!(*c.queue(0), [3, 4, 5]);
         // The vCPU put back after its slice goes behind its equals whatever its IO_Boost.
-        c.runq[2].clear();
-        c.runq_insert(0, 2);
-        c.curr[2] = Some(1);
-        c.runq_insert(1, 2);
-        assert_eq!(c.runq[2], [0, 1]);
-        c.curr[2] = None;
+        c.test_queue_mut(2).clear();
+        c.test_enqueue(0, 2);
+        c.test_set_running(2, Some(1));
+        c.test_enqueue(1, 2);
+        assert_eq!(*c.queue(2), [0, 1]);
+        c.test_set_running(2, None);
         // Priority still comes first: a BOOSTed vCPU goes ahead of a smaller IO_Boost.
-        c.runq[2].clear();
-        c.pri[1] = credit::PRI_UNDER;
-        c.pri[0] = credit::PRI_BOOST;
-        c.runq_insert(1, 2);
-        c.runq_insert(0, 2);
-        assert_eq!(c.runq[2], [0, 1]);
+        c.test_queue_mut(2).clear();
+        c.test_set_priority(1, credit::PRI_UNDER);
+        c.test_set_priority(0, credit::PRI_BOOST);
+        c.test_enqueue(1, 2);
+        c.test_enqueue(0, 2);
+        assert_eq!(*c.queue(2), [0, 1]);
     }
 
     /// Eq. 3 rounded to the nearest, with one SP and one LP kept while both classes have

@@ -103,31 +103,19 @@ pub const TYPE_CLASSIC: u64 = 2;
 pub const TYPE_CORE: u64 = 3;
 pub const TYPE_ROOT: u64 = 4;
 
-const SCHEDULER_TYPE: usize = 0;
-const WAKE_IDLE_CORE: usize = 1;
-const WAKE_LAST_LP: usize = 2;
-const WAKE_OTHER_IDLE_LP: usize = 3;
-const WAKE_PREEMPT: usize = 4;
-const WAKE_QUEUED: usize = 5;
-const SLICE_END_SWITCH: usize = 6;
-const SLICE_END_RENEW: usize = 7;
-const PICK_READY: usize = 8;
-const PICK_WENT_IDLE: usize = 9;
-const BLOCK: usize = 10;
-
-pub(crate) const COUNTER_NAMES: [&str; 11] = [
-    "hypervisor_scheduler_type",
-    "wake_idle_core",
-    "wake_last_lp",
-    "wake_other_idle_lp",
-    "wake_preempt",
-    "wake_queued",
-    "slice_end_switch",
-    "slice_end_renew",
-    "pick_ready_vp",
-    "pick_went_idle",
-    "block",
-];
+super::counters::declare_counters! {
+    SCHEDULER_TYPE => "hypervisor_scheduler_type",
+    WAKE_IDLE_CORE => "wake_idle_core",
+    WAKE_LAST_LP => "wake_last_lp",
+    WAKE_OTHER_IDLE_LP => "wake_other_idle_lp",
+    WAKE_PREEMPT => "wake_preempt",
+    WAKE_QUEUED => "wake_queued",
+    SLICE_END_SWITCH => "slice_end_switch",
+    SLICE_END_RENEW => "slice_end_renew",
+    PICK_READY => "pick_ready_vp",
+    PICK_WENT_IDLE => "pick_went_idle",
+    BLOCK => "block",
+}
 
 /// Ready-list key: virtual time, then FIFO sequence.
 type Key = (u64, u64, TaskId);
@@ -245,7 +233,7 @@ impl Vps {
 pub struct HyperVClassic {
     timeslice: SimDuration,
     wakeup_granularity: SimDuration,
-    counters: Counters<11>,
+    counters: Counters<NCOUNTERS>,
     vps: Option<Vps>,
     smt: bool,
     // per LP

@@ -78,18 +78,20 @@ pub const DESCRIPTION: &str =
 /// The same parameters as `hyperv-classic` (a fallback runs the classic scheduler).
 pub const PARAMS: &[ParamInfo] = hyperv_classic::PARAMS;
 
-const WAKE_IDLE_CORE: usize = 0;
-const WAKE_OWNED_SIBLING: usize = 1;
-const WAKE_PREEMPT: usize = 2;
-const WAKE_QUEUED: usize = 3;
-const SLICE_RENEW: usize = 4;
-const ROTATE_SAME_VM: usize = 5;
-const ROTATE_OTHER_VM: usize = 6;
-const PICK_OWNER_VP: usize = 7;
-const PICK_NEW_OWNER: usize = 8;
-const PICK_SIBLING_IDLE_GANG: usize = 9;
-const PICK_WENT_IDLE: usize = 10;
-const BLOCK: usize = 11;
+super::counters::declare_counters! {
+    WAKE_IDLE_CORE => "core_wake_idle_core",
+    WAKE_OWNED_SIBLING => "core_wake_owned_sibling",
+    WAKE_PREEMPT => "core_wake_preempt",
+    WAKE_QUEUED => "core_wake_queued",
+    SLICE_RENEW => "core_slice_renew",
+    ROTATE_SAME_VM => "core_rotate_same_vm",
+    ROTATE_OTHER_VM => "core_rotate_other_vm",
+    PICK_OWNER_VP => "core_pick_owner_vp",
+    PICK_NEW_OWNER => "core_pick_new_owner",
+    PICK_SIBLING_IDLE_GANG => "core_pick_sibling_idle_gang",
+    PICK_WENT_IDLE => "core_pick_went_idle",
+    BLOCK => "core_block",
+}
 
 /// Checks the core scheduler's promise on a view of the host: no physical core runs VPs of
 /// two different VMs at the same time. Usable on any scheduler's placement.
@@ -121,7 +123,7 @@ pub struct HyperVCore {
     /// False after init on a host without SMT: everything goes to `classic`.
     core_mode: bool,
     timeslice: SimDuration,
-    counters: Counters<12>,
+    counters: Counters<NCOUNTERS>,
     vps: Option<Vps>,
     // per core
     owner: Vec<Option<u32>>,
@@ -138,20 +140,7 @@ impl HyperVCore {
             timeslice: classic.timeslice(),
             classic,
             core_mode: false,
-            counters: Counters::new([
-                "core_wake_idle_core",
-                "core_wake_owned_sibling",
-                "core_wake_preempt",
-                "core_wake_queued",
-                "core_slice_renew",
-                "core_rotate_same_vm",
-                "core_rotate_other_vm",
-                "core_pick_owner_vp",
-                "core_pick_new_owner",
-                "core_pick_sibling_idle_gang",
-                "core_pick_went_idle",
-                "core_block",
-            ]),
+            counters: Counters::new(COUNTER_NAMES),
             vps: None,
             owner: vec![],
             core_of: vec![],

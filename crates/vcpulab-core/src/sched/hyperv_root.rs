@@ -94,18 +94,20 @@ const BASE_PRIORITY: u8 = 8;
 /// Boosts never raise a thread above this (Windows: dynamic range tops at 15).
 const MAX_DYNAMIC_PRIORITY: u8 = 15;
 
-const WAKE_IDLE_CORE: usize = 0;
-const WAKE_IDEAL: usize = 1;
-const WAKE_LAST: usize = 2;
-const WAKE_OTHER_IDLE: usize = 3;
-const WAKE_PREEMPT: usize = 4;
-const WAKE_QUEUED: usize = 5;
-const QUANTUM_SWITCH: usize = 6;
-const QUANTUM_RENEW: usize = 7;
-const PICK_STANDBY: usize = 8;
-const PICK_LOCAL: usize = 9;
-const PICK_STOLEN: usize = 10;
-const PICK_IDLE: usize = 11;
+super::counters::declare_counters! {
+    WAKE_IDLE_CORE => "wake_idle_core",
+    WAKE_IDEAL => "wake_ideal_cpu",
+    WAKE_LAST => "wake_last_cpu",
+    WAKE_OTHER_IDLE => "wake_other_idle_cpu",
+    WAKE_PREEMPT => "wake_preempt",
+    WAKE_QUEUED => "wake_queued",
+    QUANTUM_SWITCH => "quantum_end_switch",
+    QUANTUM_RENEW => "quantum_end_renew",
+    PICK_STANDBY => "pick_standby",
+    PICK_LOCAL => "pick_local_queue",
+    PICK_STOLEN => "pick_stolen_from_other_group",
+    PICK_IDLE => "pick_went_idle",
+}
 
 /// Ready-queue key: higher priority first, then FIFO (head insertions use negative seq).
 type Key = (u8, i64, TaskId);
@@ -118,7 +120,7 @@ pub struct HyperVRoot {
     group_size: usize,
     tail_seq: i64,
     head_seq: i64,
-    counters: Counters<12>,
+    counters: Counters<NCOUNTERS>,
     // per ready-queue group
     groups: Vec<BTreeSet<Key>>,
     // per logical processor
@@ -145,20 +147,7 @@ impl HyperVRoot {
             group_size: p.int("group_size").max(1) as usize,
             tail_seq: 0,
             head_seq: 0,
-            counters: Counters::new([
-                "wake_idle_core",
-                "wake_ideal_cpu",
-                "wake_last_cpu",
-                "wake_other_idle_cpu",
-                "wake_preempt",
-                "wake_queued",
-                "quantum_end_switch",
-                "quantum_end_renew",
-                "pick_standby",
-                "pick_local_queue",
-                "pick_stolen_from_other_group",
-                "pick_went_idle",
-            ]),
+            counters: Counters::new(COUNTER_NAMES),
             groups: vec![],
             cpu_group: vec![],
             scan_order: vec![],

@@ -52,11 +52,13 @@
 //! - Host threads that are not vCPUs are never latency vCPUs, so they stay off the
 //!   reserved pCPUs.
 
+use super::credit::pools::{
+    check_pools, check_reserved_count, split_pools, split_starvation_bound,
+};
 use super::credit::{Credit, CreditPolicy};
 use super::{Counters, ParamInfo, ParamKind, Params, SchedCtx, SchedView};
 use crate::reader::{Res, Table};
 use crate::time::SimDuration;
-use crate::topology::CpuSet;
 
 pub const DESCRIPTION: &str = "I/O bounding (FLMS paper's comparator): Xen Credit with latency vCPUs statically bound to io_pcpus reserved pCPUs and every other vCPU kept off them";
 
@@ -76,147 +78,13 @@ pub fn check_host(t: &Table, ncpus: usize) -> Res<()> {
     check_reserved_count(t, "io_pcpus", 1, ncpus)
 }
 
-/// Checks a reserved-pCPU count parameter `name` (default `default`) on a host of `ncpus`.
-pub(super) fn check_reserved_count(t: &Table, name: &str, default: u64, ncpus: usize) -> Res<()> {
-    let Some(o) = t.get(name) else {
-        if default as usize >= ncpus {
-            return t.err(
-                name,
-                format!(
-                    "the default of {default} reserved pCPU(s) would take all {ncpus} pCPUs of the host; the other vCPUs need at least one (use a larger host)"
-                ),
-            );
-        }
-        return Ok(());
-    };
-    let n = o.u64_in(1, 1 << 20)?;
-    if n as usize >= ncpus {
-        return o.err(format!(
-            "{n} reserved pCPU(s) would take all {ncpus} pCPUs of the host; leave at least one for the other vCPUs"
-        ));
-    }
-    Ok(())
+// The set-up counters (see the header).
+super::counters::declare_counters! {
+    LATENCY_BOUND => "latency_vcpu_bound_to_reserved",
+    OTHER_KEPT_OFF => "other_vcpu_kept_off_reserved",
+    KEPT_AFFINITY => "pool_kept_affinity",
+    NOT_SPLIT => "no_latency_vcpus_plain_credit",
 }
-
-/// How a static split of the host into reserved pCPUs (for latency vCPUs) and the rest
-/// went; counts per decision.
-#[derive(Clone, Debug, Default)]
-pub(super) struct Split {
-    /// The reserved pCPUs; None when there are no latency vCPUs (nothing reserved).
-    pub reserved: Option<CpuSet>,
-    pub latency_bound: u64,
-    pub others_excluded: u64,
-    pub kept_affinity: u64,
-}
-
-impl Split {
-    /// The four set-up counters io-bound and vturbo both keep, in their order: latency
-    /// vCPUs bound to the reserved pCPUs, other vCPUs kept off them, vCPUs that kept their
-    /// affinity, and whether nothing was split (no latency vCPUs).
-    pub fn counts(&self) -> [u64; 4] {
-        [
-            self.latency_bound,
-            self.others_excluded,
-            self.kept_affinity,
-            u64::from(self.reserved.is_none()),
-        ]
-    }
-}
-
-/// Reserves the last `count` pCPUs for the latency vCPUs and binds every vCPU of `c` to
-/// its side (see the header of this file), unless no vCPU is a latency vCPU.
-pub(super) fn split_pools<P: CreditPolicy>(
-    c: &mut Credit<P>,
-    ctx: &SchedCtx,
-    count: usize,
-) -> Split {
-    let view = ctx.view;
-    let mut split = Split::default();
-    if !view.tasks.iter().any(|t| t.latency_vcpu) {
-        return split;
-    }
-    let n = ctx.ncpus();
-    let count = count.clamp(1, n.saturating_sub(1).max(1));
-    let mut reserved = CpuSet::empty(n);
-    for cpu in n - count..n {
-        reserved.insert(cpu);
-    }
-    let regular = CpuSet::full(n).subtract(&reserved);
-    for (t, info) in view.tasks.iter().enumerate() {
-        let side = if info.latency_vcpu {
-            &reserved
-        } else {
-            &regular
-        };
-        let pool = info.affinity.intersect(side);
-        if pool.is_empty() {
-            split.kept_affinity += 1;
-        } else {
-            if info.latency_vcpu {
-                split.latency_bound += 1;
-            } else {
-                split.others_excluded += 1;
-            }
-            c.pool[t] = pool;
-        }
-    }
-    split.reserved = Some(reserved);
-    split
-}
-
-/// The pool invariant: every running vCPU runs inside its pool, and every queued vCPU
-/// waits on a pCPU of its pool.
-pub(super) fn check_pools<P: CreditPolicy>(
-    c: &Credit<P>,
-    view: &SchedView,
-    name: &str,
-) -> Result<(), String> {
-    for (cpu, curr) in view.cpu_curr.iter().enumerate() {
-        if let Some(t) = curr {
-            if !c.pool[*t as usize].contains(cpu) {
-                return Err(format!(
-                    "{name}: task {t} runs on pCPU {cpu}, outside its pool {}",
-                    c.pool[*t as usize]
-                ));
-            }
-        }
-        for &t in &c.runq[cpu] {
-            if !c.pool[t as usize].contains(cpu) {
-                return Err(format!(
-                    "{name}: task {t} waits on pCPU {cpu}, outside its pool {}",
-                    c.pool[t as usize]
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// With the host split into static pools, Credit promises no bound: accounting stays
-/// host-wide (as with Xen's `vcpu-pin`, unlike cpupools), so the vCPUs of an overloaded
-/// pool earn credit for pCPUs they may not use, stay UNDER, and a queued one can be
-/// overtaken by boosted wakers for as long as the pool stays overloaded. Unsplit, the
-/// scheduler is Credit and so is its bound.
-pub(super) fn split_starvation_bound(
-    split: bool,
-    credit: Option<SimDuration>,
-) -> Option<SimDuration> {
-    if split {
-        None
-    } else {
-        credit
-    }
-}
-
-/// The set-up counters, in `Split::counts` order.
-const NCOUNTERS: usize = 4;
-
-const COUNTER_NAMES: [&str; NCOUNTERS] = [
-    "latency_vcpu_bound_to_reserved",
-    "other_vcpu_kept_off_reserved",
-    "pool_kept_affinity",
-    "no_latency_vcpus_plain_credit",
-];
 
 /// The policy: the split, made once at `init`.
 pub struct IoBound {
@@ -238,9 +106,15 @@ impl IoBound {
 
 impl CreditPolicy for IoBound {
     fn init(c: &mut Credit<Self>, ctx: &mut SchedCtx) {
-        let split = split_pools(c, ctx, c.policy.io_pcpus);
-        c.policy.counters.values = split.counts();
-        c.policy.split = split.reserved.is_some();
+        let io_pcpus = c.policy().io_pcpus;
+        let split = split_pools(c, ctx, io_pcpus);
+        let b = c.policy_mut();
+        let counts = &mut b.counters.values;
+        counts[LATENCY_BOUND] = split.latency_bound;
+        counts[OTHER_KEPT_OFF] = split.others_excluded;
+        counts[KEPT_AFFINITY] = split.kept_affinity;
+        counts[NOT_SPLIT] = u64::from(split.reserved.is_none());
+        b.split = split.reserved.is_some();
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
@@ -257,7 +131,7 @@ impl CreditPolicy for IoBound {
         _view: &SchedView,
         credit: Option<SimDuration>,
     ) -> Option<SimDuration> {
-        split_starvation_bound(c.policy.split, credit)
+        split_starvation_bound(c.policy().split, credit)
     }
 }
 
@@ -290,7 +164,7 @@ impl super::Registered for IoBound {
 mod tests {
     use super::*;
     use crate::sched::{RunState, Scheduler, TaskInfo};
-    use crate::topology::Topology;
+    use crate::topology::{CpuSet, Topology};
 
     /// `io-bound` on 4 flat pCPUs with tasks (latency vCPU?, affinity), after `init`.
     fn setup(tasks: &[(bool, &str)]) -> (SchedView, Credit<IoBound>) {
@@ -324,12 +198,12 @@ mod tests {
     #[test]
     fn the_split_narrows_affinities_and_keeps_impossible_pinnings() {
         let (_, sched) = setup(&[(true, "0-3"), (false, "0-3"), (true, "1-2"), (false, "3")]);
-        let pools: Vec<String> = sched.pool.iter().map(|p| p.to_string()).collect();
+        let pools: Vec<String> = (0..4).map(|t| sched.pool(t).to_string()).collect();
         assert_eq!(pools, ["2-3", "0-1", "2", "3"]);
-        assert_eq!(sched.policy.counters.values, [2, 1, 1, 0]);
+        assert_eq!(sched.policy().counters.values, [2, 1, 1, 0]);
         let (_, sched) = setup(&[(false, "0-3"), (false, "0-3")]);
-        assert_eq!(sched.pool[0].to_string(), "0-3");
-        assert_eq!(sched.policy.counters.values[3], 1); // no_latency_vcpus_plain_credit
+        assert_eq!(sched.pool(0).to_string(), "0-3");
+        assert_eq!(sched.policy().counters.values[3], 1); // no_latency_vcpus_plain_credit
     }
 
     /// The pool check fails for a vCPU running or queued outside its pool.
@@ -339,17 +213,15 @@ mod tests {
         assert!(sched.check(&view).is_ok());
         view.state[0] = RunState::Running(0);
         view.cpu_curr[0] = Some(0);
-        sched.curr[0] = Some(0);
-        sched.idlers.remove(0);
+        sched.test_set_running(0, Some(0));
         let e = sched.check(&view).unwrap_err();
         assert!(e.contains("outside its pool 2-3"), "{e}");
         view.state[0] = RunState::Halted;
         view.cpu_curr[0] = None;
-        sched.curr[0] = None;
-        sched.idlers.insert(0);
+        sched.test_set_running(0, None);
         view.state[1] = RunState::Runnable;
-        sched.processor[1] = 3;
-        sched.runq_insert(1, 3);
+        sched.test_set_processor(1, 3);
+        sched.test_enqueue(1, 3);
         let e = sched.check(&view).unwrap_err();
         assert!(e.contains("task 1 waits on pCPU 3"), "{e}");
     }

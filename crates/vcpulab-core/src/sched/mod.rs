@@ -224,32 +224,8 @@ pub fn turns_bound(turn: SimDuration, turns: u64) -> SimDuration {
     )
 }
 
-/// Declares counters as a fixed array indexed by an enum-like set of constants.
-#[derive(Clone, Debug)]
-pub struct Counters<const N: usize> {
-    pub names: [&'static str; N],
-    pub values: [u64; N],
-}
-
-impl<const N: usize> Counters<N> {
-    pub const fn new(names: [&'static str; N]) -> Self {
-        Counters {
-            names,
-            values: [0; N],
-        }
-    }
-    #[inline]
-    pub fn bump(&mut self, i: usize) {
-        self.values[i] += 1;
-    }
-    pub fn list(&self) -> Vec<(&'static str, u64)> {
-        self.names
-            .iter()
-            .copied()
-            .zip(self.values.iter().copied())
-            .collect()
-    }
-}
+mod counters;
+pub use counters::Counters;
 
 /// A scheduler parameter, for validation and documentation.
 #[derive(Clone, Copy, Debug)]

@@ -34,17 +34,19 @@ pub const PARAMS: &[ParamInfo] = &[ParamInfo {
     help: "round-robin time slice",
 }];
 
-const WAKE_IDLE: usize = 0;
-const WAKE_QUEUED: usize = 1;
-const SLICE_PREEMPT: usize = 2;
-const SLICE_RENEW: usize = 3;
-const BLOCK: usize = 4;
-const PICK_IDLE: usize = 5;
+super::counters::declare_counters! {
+    WAKE_IDLE => "wake_on_idle_cpu",
+    WAKE_QUEUED => "wake_queued",
+    SLICE_PREEMPT => "slice_end_preempt",
+    SLICE_RENEW => "slice_end_renew",
+    BLOCK => "block",
+    PICK_IDLE => "pick_went_idle",
+}
 
 pub struct Rr {
     // global
     slice: SimDuration,
-    counters: Counters<6>,
+    counters: Counters<NCOUNTERS>,
     // per-pCPU
     runqueue: Vec<VecDeque<TaskId>>,
     // per-vCPU
@@ -55,14 +57,7 @@ impl Rr {
     pub fn new(p: &Params) -> Rr {
         Rr {
             slice: p.duration("slice"),
-            counters: Counters::new([
-                "wake_on_idle_cpu",
-                "wake_queued",
-                "slice_end_preempt",
-                "slice_end_renew",
-                "block",
-                "pick_went_idle",
-            ]),
+            counters: Counters::new(COUNTER_NAMES),
             runqueue: Vec::new(),
             home: Vec::new(),
         }

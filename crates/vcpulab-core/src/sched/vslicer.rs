@@ -44,11 +44,10 @@
 //!   for an LSVM is every vCPU (the same thing) and for a MixVM its reserved vCPUs.
 //! - Credit's tick and accounting period are unchanged: the share stays Credit's.
 
-use super::credit::{Credit, CreditPolicy};
-use super::io_bound::check_pools;
-use super::{Counters, ParamInfo, ParamKind, Params, SchedCtx, SchedView};
+use super::credit::pools::check_pools;
+use super::credit::{Credit, CreditPolicy, TIME_PER_CREDIT};
+use super::{Counters, ParamInfo, ParamKind, Params, SchedCtx, SchedView, TaskId};
 use crate::reader::{Res, Table};
-use crate::time::NS_PER_MS;
 
 pub const DESCRIPTION: &str = "vSlicer (Xu et al., HPDC 2012): Xen Credit where latency vCPUs run in micro slices (tslice_ms / slicing_factor) at the same CPU share";
 
@@ -92,11 +91,10 @@ pub fn check_params(t: &Table) -> Res<()> {
     Ok(())
 }
 
-const MICRO_SLICED: usize = 0;
-const NORMAL_SLICE: usize = 1;
-const NCOUNTERS: usize = 2;
-
-const COUNTER_NAMES: [&str; NCOUNTERS] = ["micro_sliced_vcpus", "normal_slice_vcpus"];
+super::counters::declare_counters! {
+    MICRO_SLICED => "micro_sliced_vcpus",
+    NORMAL_SLICE => "normal_slice_vcpus",
+}
 
 pub struct VSlicer {
     slicing_factor: u64,
@@ -115,13 +113,13 @@ impl VSlicer {
 impl CreditPolicy for VSlicer {
     fn init(c: &mut Credit<Self>, ctx: &mut SchedCtx) {
         // At least one credit's worth, so a micro slice always pays something.
-        let micro = (c.tslice / c.policy.slicing_factor).max(NS_PER_MS / 10);
+        let micro = (c.tslice() / c.policy().slicing_factor).max(TIME_PER_CREDIT);
         for (t, info) in ctx.view.tasks.iter().enumerate() {
             if info.latency_vcpu {
-                c.slice_of[t] = micro;
-                c.policy.counters.bump(MICRO_SLICED);
+                c.set_slice(t as TaskId, micro);
+                c.policy_mut().counters.bump(MICRO_SLICED);
             } else {
-                c.policy.counters.bump(NORMAL_SLICE);
+                c.policy_mut().counters.bump(NORMAL_SLICE);
             }
         }
     }
@@ -155,8 +153,9 @@ impl super::Registered for VSlicer {
     }
     fn event_period(p: &Params) -> Option<crate::time::SimDuration> {
         let tick = super::credit::tick_ns(p.table);
-        let tslice = p.int("tslice_ms").max(1) as u64 * NS_PER_MS;
-        let micro = (tslice / p.int("slicing_factor").max(1) as u64).max(NS_PER_MS / 10);
+        let tslice = p.int("tslice_ms").max(1) as u64 * crate::time::NS_PER_MS;
+        let micro =
+            (tslice / p.int("slicing_factor").max(1) as u64).max(crate::time::NS_PER_MS / 10);
         Some(crate::time::SimDuration(tick.min(micro)))
     }
 }

@@ -63,11 +63,13 @@
 //! - Credit's tick and accounting period stay those of `tslice_ms` on every pCPU (the
 //!   turbo slice changes when a turn ends, not how credit is paid).
 
+use super::credit::pools::{
+    check_pools, check_reserved_count, split_pools, split_starvation_bound,
+};
 use super::credit::{Credit, CreditPolicy};
-use super::io_bound::{check_pools, check_reserved_count, split_pools, split_starvation_bound};
-use super::{Counters, ParamInfo, ParamKind, Params, SchedCtx, SchedView};
+use super::{Counters, ParamInfo, ParamKind, Params, SchedCtx, SchedView, TaskId};
 use crate::reader::{Res, Table};
-use crate::time::{SimDuration, NS_PER_US};
+use crate::time::SimDuration;
 
 pub const DESCRIPTION: &str = "vTurbo (Xu et al., ATC 2013): Xen Credit with turbo_pcpus turbo cores running only the VMs' I/O (latency) vCPUs in 0.1 ms slices, every other vCPU on the regular cores";
 
@@ -113,19 +115,17 @@ pub fn check_host(t: &Table, ncpus: usize) -> Res<()> {
     check_reserved_count(t, "turbo_pcpus", 1, ncpus)
 }
 
-/// The set-up counters, in `Split::counts` order.
-const NCOUNTERS: usize = 4;
-
-const COUNTER_NAMES: [&str; NCOUNTERS] = [
-    "io_vcpu_on_turbo_cores",
-    "other_vcpu_on_regular_cores",
-    "pool_kept_affinity",
-    "no_latency_vcpus_plain_credit",
-];
+// The set-up counters (see the header).
+super::counters::declare_counters! {
+    IO_ON_TURBO => "io_vcpu_on_turbo_cores",
+    OTHER_ON_REGULAR => "other_vcpu_on_regular_cores",
+    KEPT_AFFINITY => "pool_kept_affinity",
+    NOT_SPLIT => "no_latency_vcpus_plain_credit",
+}
 
 pub struct VTurbo {
     turbo_pcpus: usize,
-    turbo_slice_ns: u64,
+    turbo_slice: SimDuration,
     counters: Counters<NCOUNTERS>,
     /// Whether `init` split the host (there were latency vCPUs).
     split: bool,
@@ -135,7 +135,7 @@ impl VTurbo {
     pub fn new(p: &Params) -> VTurbo {
         VTurbo {
             turbo_pcpus: p.int("turbo_pcpus").max(1) as usize,
-            turbo_slice_ns: p.int("turbo_slice_us").max(1) as u64 * NS_PER_US,
+            turbo_slice: SimDuration::from_us(p.int("turbo_slice_us").max(1) as u64),
             counters: Counters::new(COUNTER_NAMES),
             split: false,
         }
@@ -144,19 +144,27 @@ impl VTurbo {
 
 impl CreditPolicy for VTurbo {
     fn init(c: &mut Credit<Self>, ctx: &mut SchedCtx) {
-        let split = split_pools(c, ctx, c.policy.turbo_pcpus);
+        let turbo_pcpus = c.policy().turbo_pcpus;
+        let split = split_pools(c, ctx, turbo_pcpus);
         if let Some(turbo) = &split.reserved {
-            for t in 0..c.pool.len() {
+            let turbo_slice = c.policy().turbo_slice;
+            for (t, info) in ctx.view.tasks.iter().enumerate() {
+                let t = t as TaskId;
                 // Only an I/O vCPU actually confined to turbo cores gets the turbo slice
                 // (one that kept its affinity is an ordinary vCPU).
-                if ctx.view.tasks[t].latency_vcpu && c.pool[t].subtract(turbo).is_empty() {
-                    c.slice_of[t] = c.policy.turbo_slice_ns;
-                    c.ratelimit_of[t] = 0;
+                if info.latency_vcpu && c.pool(t).subtract(turbo).is_empty() {
+                    c.set_slice(t, turbo_slice);
+                    c.set_ratelimit(t, SimDuration::ZERO);
                 }
             }
         }
-        c.policy.counters.values = split.counts();
-        c.policy.split = split.reserved.is_some();
+        let v = c.policy_mut();
+        let counts = &mut v.counters.values;
+        counts[IO_ON_TURBO] = split.latency_bound;
+        counts[OTHER_ON_REGULAR] = split.others_excluded;
+        counts[KEPT_AFFINITY] = split.kept_affinity;
+        counts[NOT_SPLIT] = u64::from(split.reserved.is_none());
+        v.split = split.reserved.is_some();
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
@@ -173,7 +181,7 @@ impl CreditPolicy for VTurbo {
         _view: &SchedView,
         credit: Option<SimDuration>,
     ) -> Option<SimDuration> {
-        split_starvation_bound(c.policy.split, credit)
+        split_starvation_bound(c.policy().split, credit)
     }
 }
 

@@ -1,0 +1,186 @@
+//! Unit tests of the fair class: the buddy rules of CFS and of EEVDF's two kernels, new
+//! and sleeper placement, tunable scaling.
+
+use super::*;
+use crate::sched::cfs::Cfs;
+use crate::sched::eevdf::Eevdf;
+use crate::sched::{RunState, SchedOut, SchedView, TaskInfo};
+use crate::time::SimTime;
+use crate::topology::{CpuSet, Topology};
+
+fn view(ntasks: usize) -> SchedView {
+    SchedView {
+        topo: Topology::new(1, 1, 1, 1),
+        tasks: (0..ntasks)
+            .map(|i| TaskInfo {
+                vm: 0,
+                index: i as u32,
+                affinity: CpuSet::full(1),
+                weight: 256,
+                cap: 0,
+                class: None,
+                latency_vcpu: false,
+            })
+            .collect(),
+        state: vec![RunState::Runnable; ntasks],
+        cpu_curr: vec![None],
+        nvms: 1,
+    }
+}
+
+fn tunables() -> Tunables {
+    Tunables {
+        tick: SimDuration(4_000_000),
+        migration_cost: SimDuration(500_000),
+        group_per_vm: false,
+        tunable_scaling: false,
+    }
+}
+
+/// CFS with 4.15's tunables (unscaled) and features.
+fn cfs() -> Cfs {
+    Cfs {
+        latency: SimDuration(6_000_000),
+        min_granularity: SimDuration(750_000),
+        wakeup_granularity: SimDuration(1_000_000),
+        gentle_fair_sleepers: true,
+        start_debit: true,
+        wakeup_preemption: true,
+    }
+}
+
+/// EEVDF with its default base slice (unscaled); `pick_buddy`: the 6.14 buddy rule.
+fn eevdf(pick_buddy: bool) -> Eevdf {
+    Eevdf {
+        base_slice: SimDuration(750_000),
+        pick_buddy,
+        period_floor: SimDuration(6_000_000),
+    }
+}
+
+/// An initialised scheduler of `ntasks` tasks on one pCPU, after `body` ran on it at
+/// time 0 (the context borrows the view and the output, so it cannot be returned).
+fn with_fair<P: FairPolicy>(
+    policy: P,
+    ntasks: usize,
+    body: impl FnOnce(&mut Fair<P>, &mut SchedCtx),
+) -> Fair<P> {
+    let v = view(ntasks);
+    let mut out = SchedOut {
+        resched_pending: vec![false],
+        ..Default::default()
+    };
+    let mut ctx = SchedCtx {
+        now: SimTime(0),
+        view: &v,
+        out: &mut out,
+    };
+    let mut f = Fair::new(policy, tunables());
+    f.init(&mut ctx);
+    body(&mut f, &mut ctx);
+    f
+}
+
+/// Three tasks queued on one pCPU; returns the scheduler with the buddy `next` set.
+fn queue_with_next<P: FairPolicy>(policy: P, lead: i64) -> Fair<P> {
+    let mut f = with_fair(policy, 3, |f, ctx| {
+        for t in 0..3 {
+            f.enqueue_task(ctx, t, 0, true, false);
+        }
+    });
+    // Hand-set positions: task 1 is the leftmost, task 2 leads it by `lead`, task 0 last.
+    for (t, v) in [(0u32, 10_000_000i64), (1, 0), (2, lead)] {
+        let old = f.key(t);
+        f.rqs[0].tree.remove(&old);
+        f.ents[t as usize].vruntime = v;
+        f.ents[t as usize].deadline = v + 1_000_000;
+        f.rqs[0].tree.insert((v, t));
+    }
+    f.rqs[0].next = Some(2);
+    f
+}
+
+#[test]
+fn cfs_honours_the_next_buddy_only_within_the_wakeup_granularity() {
+    // Granularity for a nice-0 buddy: 1 ms of vruntime.
+    let mut near = queue_with_next(cfs(), 900_000);
+    assert_eq!(near.pick_entity(0), Some(2));
+    let mut far = queue_with_next(cfs(), 1_100_000);
+    assert_eq!(
+        far.pick_entity(0),
+        Some(1),
+        "a buddy beyond the granularity is refused"
+    );
+    assert_eq!(far.counters.values[C_PICK_NEXT_BUDDY_REFUSED], 1);
+    // Fix (b) forces it.
+    let mut forced = queue_with_next(cfs(), 1_100_000);
+    forced.rqs[0].next_forced = true;
+    assert_eq!(forced.pick_entity(0), Some(2));
+}
+
+#[test]
+fn eevdf_buddy_rule_6_6_ignores_and_6_14_honours_an_eligible_buddy() {
+    // V = (10ms + 0 + 0.2ms)/3 = 3.4 ms: task 2 at 0.2 ms is eligible but its deadline
+    // (1.2 ms) is later than task 1's (1 ms), so plain EEVDF picks task 1.
+    let mut v66 = queue_with_next(eevdf(false), 200_000);
+    assert_eq!(v66.pick_entity(0), Some(1));
+    let mut v614 = queue_with_next(eevdf(true), 200_000);
+    assert_eq!(v614.pick_entity(0), Some(2));
+    // An ineligible buddy is refused even under 6.14: at 6 ms it is past V = 16/3 ms.
+    let mut inel = queue_with_next(eevdf(true), 6_000_000);
+    assert_eq!(inel.pick_entity(0), Some(1));
+}
+
+/// A task's first wake-up is `wake_up_new_task`: CFS places it one vslice after
+/// min_vruntime (START_DEBIT); a later wake-up after sleeping is placed as a sleeper,
+/// half a latency before min_vruntime (GENTLE_FAIR_SLEEPERS).
+#[test]
+fn first_wake_is_placed_as_a_new_task_later_ones_as_sleepers() {
+    with_fair(cfs(), 2, |f, ctx| {
+        f.wake(ctx, 0);
+        let min = f.rqs[0].min_vruntime;
+        f.wake(ctx, 1);
+        // Two queued nice-0 tasks share the 6 ms period: a 3 ms slice, in vruntime too.
+        assert_eq!(f.ents[1].vruntime, min + 3_000_000);
+        // Long asleep: a sleeper's credit is capped at half the 6 ms latency.
+        f.dequeue_task(ctx, 1, 0);
+        f.ents[1].vruntime = min - 100_000_000;
+        f.wake(ctx, 1);
+        assert_eq!(f.ents[1].vruntime, f.rqs[0].min_vruntime - 3_000_000);
+        assert!(!f.never_queued[1]);
+    });
+}
+
+#[test]
+fn tunables_scale_with_log_of_cpus() {
+    assert_eq!([1, 2, 4, 8, 64].map(scale_factor), [1, 2, 3, 4, 4]);
+}
+
+/// Each policy's longest turn (the starvation bound's) is the one both had when they
+/// shared CFS's tunables: max(latency, min_granularity, 2 x base_slice + tick), with
+/// EEVDF's latency and min_granularity at CFS's defaults and CFS's base slice 0, all
+/// scaled alike.
+#[test]
+fn longest_turns_keep_the_bound_of_the_shared_tunables() {
+    let tick = SimDuration::from_ms(4);
+    let shared = |latency: SimDuration, min_granularity: SimDuration, base_slice: SimDuration| {
+        latency.max(min_granularity).max(base_slice * 2 + tick)
+    };
+    for k in [1, 2, 3, 4] {
+        let mut c = cfs();
+        c.scale(k);
+        let want = shared(c.latency, c.min_granularity, SimDuration::ZERO);
+        assert_eq!(c.longest_turn(tick), want, "cfs, k {k}");
+        for base in [SimDuration::from_us(750), SimDuration::from_ms(10)] {
+            let mut e = Eevdf {
+                base_slice: base,
+                ..eevdf(true)
+            };
+            e.scale(k);
+            let (latency, min_granularity) =
+                (SimDuration::from_ms(6) * k, SimDuration::from_us(750) * k);
+            let want = shared(latency, min_granularity, e.base_slice);
+            assert_eq!(e.longest_turn(tick), want, "eevdf, k {k}, base {base}");
+        }
+    }
+}
