@@ -217,6 +217,7 @@ def test_native_stub_matches_module():
     stub = Path(vcpulab.__file__).with_name("_native.pyi")
     tree = ast.parse(stub.read_text())
     declared = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    declared |= {n.target.id for n in tree.body if isinstance(n, ast.AnnAssign)}  # constants
     exported = {n for n in dir(_native) if not n.startswith("_")}
     assert declared == exported
     for node in tree.body:

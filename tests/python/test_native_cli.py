@@ -1,7 +1,8 @@
 """The installed `vcpulab` command is a native binary (crates/vcpulab-cli) that runs
 `vcpulab run FILE --json` itself and hands every other command line to `python -m vcpulab`.
-These tests hold it to the Python CLI: the same stdout, stderr and exit status, byte for
-byte, on the forms it runs and on those it hands over."""
+Both share the core's command-line contract (vcpulab_core::contract); these tests hold
+the native command to the Python CLI: the same stdout, stderr and exit status, byte for
+byte, on the forms it runs (their errors included) and on those it hands over."""
 
 from __future__ import annotations
 
@@ -105,6 +106,38 @@ def test_what_it_hands_to_python_ends_as_in_python(scenarios, args):
     line = [a.format(**scenarios) for a in args]
     native, python = _both(*line)
     _same(native, python)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "{bad}", "--json"],
+        ["run", "{latin1}", "--json"],
+        ["run", "{huge}", "--json"],
+        ["run", "{missing}", "--json"],
+        ["run", "{folder}", "--json"],
+        ["run", "", "--json"],
+        ["run", "{toml}", "--json", "--seed", "0x10"],
+        ["run", "{toml}", "--json", "--seed", "1_0"],
+        ["run", "{toml}", "--json", "--seed", " 7 "],
+        ["run", "{toml}", "--json", "--seed=-0"],
+        ["run", "{toml}", "--json", "--seed", "+5"],
+        ["run", "{toml}", "--json", "--seed", "\u0661\u0662"],  # Arabic-Indic 12
+    ],
+)
+def test_the_runs_it_takes_end_as_in_python_without_python(scenarios, tmp_path: Path, args):
+    """The core's contract gives both commands the same seeds, file reading and error
+    lines: the native command ends these runs and their errors itself, as Python would."""
+    line = [a.format(**scenarios, missing=tmp_path / "nope.toml", folder=tmp_path) for a in args]
+    native, python = _both(*line)
+    _same(native, python)
+    no_python = tmp_path / "no-python"
+    no_python.write_text("#!/bin/sh\nexit 7\n")
+    no_python.chmod(0o755)
+    env = dict(os.environ, VCPULAB_PYTHON=str(no_python))
+    env.pop("PYTHONWARNINGS", None)
+    alone = subprocess.run([VCPULAB, *line], capture_output=True, env=env, timeout=120, stdin=subprocess.DEVNULL)
+    _same(alone, python)
 
 
 def test_hands_over_every_argument_to_the_chosen_interpreter(tmp_path: Path):
