@@ -496,12 +496,12 @@ def test_reproduce_with_a_tty_on_stderr_prints_only_tables():
     import pty
     import subprocess
 
-    from conftest import VCPULAB
+    from conftest import VCPULAB, run_command
 
     master, slave = pty.openpty()
     try:
-        p = subprocess.run([VCPULAB, "reproduce", "hyperv-root"], stdout=subprocess.PIPE, stderr=slave,
-                           stdin=subprocess.DEVNULL, text=True, timeout=120)
+        p = run_command([VCPULAB, "reproduce", "hyperv-root"], stdout=subprocess.PIPE, stderr=slave,
+                        stdin=subprocess.DEVNULL, text=True, timeout=120)
     finally:
         os.close(slave)
         os.close(master)
