@@ -101,7 +101,7 @@ def read_scenario_file(path: Union[str, os.PathLike[str]]) -> tuple[str, str, Li
     UTF-8 text."""
 
 def cli_failure(
-    kind: Literal["bad-input", "sim-failed", "interrupted", "closed-output"], detail: str = ""
+    kind: Literal["bad-input", "sim-failed", "interrupted", "closed-output"], detail: Optional[str] = None
 ) -> tuple[int, Optional[str]]:
     """How a command ends on a failure of ``kind``: (exit status, line for stderr or None)."""
 

@@ -94,6 +94,7 @@ def _old_os_error_text(e: OSError) -> str:
     OSError(),
     BrokenPipeError(errno.EPIPE, "Broken pipe"),
     OSError(errno.ENOENT, "No such file or directory", "a", None, "b"),
+    FileNotFoundError(errno.ENOENT, "No such file or directory", "m\udcff.toml"),  # undecodable bytes
 ])
 def test_os_errors_are_worded_as_before(exc):
     assert _common.os_error_text(exc) == _old_os_error_text(exc)

@@ -165,26 +165,65 @@ fn read_scenario_file(
     }
 }
 
+/// Python's text in a line the contract words around `STAND_IN`. Python's strings can
+/// hold lone surrogates (the undecodable bytes of a command line or a path), which no Rust
+/// string can: the contract writes the line with a stand-in (a NUL, which neither holds)
+/// and Python's text goes in as Python holds it.
+const STAND_IN: &str = "\0";
+
+fn around_stand_in<'py>(
+    py: Python<'py>,
+    line: &str,
+    text: &Bound<'py, PyString>,
+) -> PyResult<Bound<'py, PyString>> {
+    match line.split_once(STAND_IN) {
+        Some((before, after)) => PyString::new(py, before)
+            .add(text)?
+            .add(after)?
+            .downcast_into::<PyString>()
+            .map_err(PyErr::from),
+        None => Ok(PyString::new(py, line)),
+    }
+}
+
 /// How a command ends on a failure of kind `kind` ("bad-input", "sim-failed",
 /// "interrupted", "closed-output"): (exit status, line for stderr or None).
 #[pyfunction]
-#[pyo3(signature = (kind, detail=""))]
-fn cli_failure(kind: &str, detail: &str) -> PyResult<(u8, Option<String>)> {
+#[pyo3(signature = (kind, detail=None))]
+fn cli_failure<'py>(
+    py: Python<'py>,
+    kind: &str,
+    detail: Option<Bound<'py, PyString>>,
+) -> PyResult<(u8, Option<Bound<'py, PyString>>)> {
     let failure = Failure::named(kind)
         .ok_or_else(|| PyValueError::new_err(format!("unknown failure kind {kind:?}")))?;
-    Ok((failure.exit_status(), failure.stderr_line(detail)))
+    let detail = detail.unwrap_or_else(|| PyString::new(py, ""));
+    let line = failure
+        .stderr_line(STAND_IN)
+        .map(|line| around_stand_in(py, &line, &detail))
+        .transpose()?;
+    Ok((failure.exit_status(), line))
 }
 
 /// An OSError's text as the CLIs print it: "FILE: reason", "[Errno N] reason" or "reason".
 #[pyfunction]
 #[pyo3(signature = (errno, reason, filename=None))]
-fn os_error_text(errno: Option<i32>, reason: String, filename: Option<String>) -> String {
-    OsError {
+fn os_error_text<'py>(
+    py: Python<'py>,
+    errno: Option<i32>,
+    reason: String,
+    filename: Option<Bound<'py, PyString>>,
+) -> PyResult<Bound<'py, PyString>> {
+    let line = OsError {
         errno,
         reason,
-        filename,
+        filename: filename.as_ref().map(|_| STAND_IN.to_string()),
     }
-    .to_string()
+    .to_string();
+    match filename {
+        Some(name) => around_stand_in(py, &line, &name),
+        None => Ok(PyString::new(py, &line)),
+    }
 }
 
 /// Runs a scenario given as text (`format` "toml" or "json"); returns the summary JSON.
