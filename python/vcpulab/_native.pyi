@@ -4,7 +4,8 @@ Every function takes and returns plain strings; JSON results are ``str`` and are
 by the pure-Python layer (:mod:`vcpulab`).
 """
 
-from typing import Literal, Optional
+import os
+from typing import Literal, Optional, Union
 
 class ScenarioError(ValueError):
     """A scenario, sweep or experiment input is invalid (``FILE: key.path: message``)."""
@@ -72,3 +73,37 @@ def kvm_run_json(config: str) -> tuple[bool, str]:
 
 def kvm_cgroup_leftovers() -> list[str]:
     """cgroup directories left by the KVM harness (empty after clean runs)."""
+
+# The command-line contract (vcpulab_core::contract), shared with the native command.
+
+EXIT_OK: int
+"""0: the command did what it was asked."""
+EXIT_SIM_FAILED: int
+"""1: a simulation failed (also: the reader of stdout went away)."""
+EXIT_BAD_INPUT: int
+"""2: bad input (scenario, name, file, usage)."""
+EXIT_INTERRUPTED: int
+"""130: Ctrl-C."""
+EXIT_STATUS_HELP: str
+"""The paragraph of ``vcpulab --help`` that lists the exit statuses."""
+SEED_MAX: int
+"""The largest seed: 2**63-1."""
+VERSION_LINE: str
+"""What ``vcpulab --version`` prints."""
+
+def parse_seed(text: str) -> int:
+    """The seed a command-line text names (Python's ``int(text, 0)`` syntax, 0..2**63-1);
+    ValueError with the CLI's message (``invalid seed 'x': ...``) if it names none."""
+
+def read_scenario_file(path: Union[str, os.PathLike[str]]) -> tuple[str, str, Literal["toml", "json"]]:
+    """Reads a scenario file as both CLIs do: (text with ``\n`` line ends, origin, format).
+    Raises OSError(errno, reason, path) if it cannot be read, ScenarioError if it is not
+    UTF-8 text."""
+
+def cli_failure(
+    kind: Literal["bad-input", "sim-failed", "interrupted", "closed-output"], detail: Optional[str] = None
+) -> tuple[int, Optional[str]]:
+    """How a command ends on a failure of ``kind``: (exit status, line for stderr or None)."""
+
+def os_error_text(errno: Optional[int], reason: str, filename: Optional[str] = None) -> str:
+    """An OSError as the CLIs print it: "FILE: reason", "[Errno N] reason" or "reason"."""

@@ -30,7 +30,7 @@ DICT_ORIGIN = "<dict>"
 _LATENCY_KEYS = ("count", "mean", "p50", "p90", "p99", "max")
 
 
-SEED_MAX = 2**63 - 1
+SEED_MAX: int = _native.SEED_MAX
 
 
 def check_seed(seed: Any) -> Optional[int]:
@@ -105,20 +105,8 @@ def _scenario_text(scenario: ScenarioLike) -> tuple[str, str, str]:
             raise ScenarioError(f"{DICT_ORIGIN}: cannot be sent as JSON: {e}") from None
         return text, DICT_ORIGIN, "json"
     if isinstance(scenario, (str, os.PathLike)):
-        path = os.fspath(scenario)
-        with open(path, "rb") as f:
-            raw = f.read()
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise ScenarioError(
-                f"{path}: not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start}); "
-                "scenario files are TOML or JSON in UTF-8"
-            ) from None
-        # As reading in text mode did: \r\n and a lone \r end lines too.
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-        fmt = "json" if path.lower().endswith(".json") else "toml"
-        return text, path, fmt
+        # UTF-8, any line end, TOML or JSON by the name: the CLIs' contract, in the core.
+        return _native.read_scenario_file(scenario)
     raise TypeError(
         f"scenario must be a path (str or os.PathLike) or a dict, not {type(scenario).__name__}"
     )

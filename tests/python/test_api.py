@@ -199,11 +199,12 @@ def test_reproduce_unknown():
 
 def test_import_is_light():
     """`import vcpulab` (and the CLI module) must not import pandas or tqdm."""
-    import subprocess
     import sys
 
+    from conftest import run_command
+
     code = "import sys, vcpulab, vcpulab.cli; print(sorted(m for m in ('pandas', 'tqdm') if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = run_command([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120).stdout
     assert out.strip() == "[]"
 
 
@@ -217,6 +218,7 @@ def test_native_stub_matches_module():
     stub = Path(vcpulab.__file__).with_name("_native.pyi")
     tree = ast.parse(stub.read_text())
     declared = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    declared |= {n.target.id for n in tree.body if isinstance(n, ast.AnnAssign)}  # constants
     exported = {n for n in dir(_native) if not n.startswith("_")}
     assert declared == exported
     for node in tree.body:
@@ -290,8 +292,9 @@ def test_an_interpreter_exits_cleanly_with_a_run_in_a_daemon_thread():
     """Only a run on the main thread takes the GIL back during the run (to run signal
     handlers): a daemon thread that asked for it while the interpreter exits would be
     ended by pthread_exit, unwinding through the engine (an abort, status 134)."""
-    import subprocess
     import sys
+
+    from conftest import run_command
 
     code = """
 import threading, time, vcpulab
@@ -303,5 +306,5 @@ threading.Thread(target=vcpulab.run, args=(scenario,), daemon=True).start()
 time.sleep(0.5)
 print("exiting", flush=True)
 """
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    p = run_command([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert (p.returncode, p.stdout) == (0, "exiting\n"), p.stderr

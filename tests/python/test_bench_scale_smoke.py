@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from conftest import run_command
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "bench_scale.py"
@@ -24,7 +25,7 @@ SHAPES = ["eevdf-p6", "eevdf-p24", "eevdf-p64", "credit-p8", "credit-p32", "cred
 
 def test_bench_scale_smoke(tmp_path):
     saved = tmp_path / "smoke.json"
-    p = subprocess.run(
+    p = run_command(
         [sys.executable, str(SCRIPT), "--smoke", "--save", str(saved)],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
     )
@@ -66,7 +67,7 @@ def test_bench_scale_instructions_smoke(tmp_path):
     small shapes, the table and the JSON carry positive counts, and the doubled duration
     has more events and more instructions than the single one."""
     saved = tmp_path / "ir.json"
-    p = subprocess.run(
+    p = run_command(
         [sys.executable, str(SCRIPT), "--mode", "instructions", "--smoke",
          "--shapes", "xen/credit-p8.toml,xen/credit-p32.toml", "--save", str(saved)],
         capture_output=True, text=True, timeout=300, cwd=ROOT,

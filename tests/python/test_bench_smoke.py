@@ -9,9 +9,10 @@ and says why, and this test checks that reason is printed instead of the Rust ro
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
+
+from conftest import run_command
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "bench.py"
@@ -19,7 +20,7 @@ SCRIPT = ROOT / "scripts" / "bench.py"
 
 def test_bench_smoke(tmp_path):
     saved = tmp_path / "smoke.json"
-    p = subprocess.run(
+    p = run_command(
         [sys.executable, str(SCRIPT), "--smoke", "--no-simpy", "--save", str(saved)],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
     )
@@ -43,7 +44,7 @@ def test_bench_smoke(tmp_path):
             assert data["ratios"][size]["vcpulab/rust"] > 0
 
     # --baseline against itself: nothing regresses by more than 10 % against the same numbers.
-    p2 = subprocess.run(
+    p2 = run_command(
         [sys.executable, str(SCRIPT), "--smoke", "--no-simpy", "--no-rust", "--sizes", "4/16",
          "--baseline", str(saved)],
         capture_output=True, text=True, timeout=120, cwd=ROOT,

@@ -5,12 +5,13 @@ from __future__ import annotations
 import csv
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 import vcpulab
-from conftest import PROGRAM_SCENARIO, run_cli
+from conftest import PROGRAM_SCENARIO, VCPULAB, run_cli, run_command
 
 REPO = Path(__file__).resolve().parents[2]
 ROW_KEYS = {"experiment", "case", "metric", "unit", "paper", "sim", "ratio"}
@@ -348,6 +349,22 @@ def test_missing_file(tmp_path: Path):
         assert p.stderr.strip() == f"vcpulab: error: {path}: No such file or directory"
 
 
+@pytest.mark.skipif(os.name != "posix", reason="file names are bytes on POSIX only")
+def test_a_file_name_that_is_not_utf8(tmp_path: Path):
+    """Its undecodable bytes reach Python as lone surrogates: no traceback, and an error
+    names the file as Python shows such a name (a reading of the file once crashed)."""
+    name = tmp_path / b"m\xff.toml".decode("utf-8", "surrogateescape")
+    p = run_cli("validate", str(name))
+    assert p.returncode == 2, p.stderr
+    assert p.stderr == f"vcpulab: error: {tmp_path}/m\\udcff.toml: No such file or directory\n"
+    name.write_text(PROGRAM_SCENARIO)
+    for args in (["validate", str(name)], ["run", str(name), "--json"]):
+        # Bytes: `validate` prints the name's bytes as they are.
+        p = run_command([VCPULAB, *args], capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+        assert p.returncode == 0, (args, p.stderr)
+        assert b"Traceback" not in p.stderr
+
+
 def test_json_scenario_file(tmp_path: Path, program: dict):
     path = tmp_path / "s.json"
     path.write_text(json.dumps(program))
@@ -496,12 +513,12 @@ def test_reproduce_with_a_tty_on_stderr_prints_only_tables():
     import pty
     import subprocess
 
-    from conftest import VCPULAB
+    from conftest import VCPULAB, run_command
 
     master, slave = pty.openpty()
     try:
-        p = subprocess.run([VCPULAB, "reproduce", "hyperv-root"], stdout=subprocess.PIPE, stderr=slave,
-                           stdin=subprocess.DEVNULL, text=True, timeout=120)
+        p = run_command([VCPULAB, "reproduce", "hyperv-root"], stdout=subprocess.PIPE, stderr=slave,
+                        stdin=subprocess.DEVNULL, text=True, timeout=120)
     finally:
         os.close(slave)
         os.close(master)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_command
+
 ROOT = Path(__file__).resolve().parents[2]
 SECONDS = int(os.environ.get("VCPULAB_FUZZ_SECONDS", "15"))
 
@@ -21,7 +23,7 @@ def _cargo_fuzz_available() -> bool:
     if shutil.which("cargo") is None:
         return False
     try:
-        p = subprocess.run(["cargo", "+nightly", "fuzz", "--version"], capture_output=True, text=True, timeout=60)
+        p = run_command(["cargo", "+nightly", "fuzz", "--version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return False
     return p.returncode == 0
@@ -32,7 +34,7 @@ def _cargo_fuzz_available() -> bool:
 def test_fuzz_targets_find_no_crash_in_a_bounded_run(tmp_path: Path):
     env = dict(os.environ, FUZZ_CORPUS_DIR=str(tmp_path))
     # The build is cached in fuzz/target; a cold build takes about a minute.
-    p = subprocess.run([str(ROOT / "scripts" / "fuzz.sh"), str(SECONDS)], cwd=ROOT, env=env,
-                       capture_output=True, text=True, timeout=600 + 4 * SECONDS)
+    p = run_command([str(ROOT / "scripts" / "fuzz.sh"), str(SECONDS)], cwd=ROOT, env=env,
+                    capture_output=True, text=True, timeout=600 + 4 * SECONDS)
     assert p.returncode == 0, f"fuzzing found a crash (see fuzz/artifacts/):\n{p.stdout}\n{p.stderr}"
     assert p.stdout.count("Done ") == 2, p.stdout

@@ -1,7 +1,12 @@
 """The installed `vcpulab` command is a native binary (crates/vcpulab-cli) that runs
 `vcpulab run FILE --json` itself and hands every other command line to `python -m vcpulab`.
-These tests hold it to the Python CLI: the same stdout, stderr and exit status, byte for
-byte, on the forms it runs and on those it hands over."""
+Both share the core's command-line contract (vcpulab_core::contract); these tests hold
+the native command to the Python CLI: the same stdout, stderr and exit status, byte for
+byte, on the forms it runs (their errors included) and on those it hands over.
+
+Every process a test starts runs in a process group of its own with SIGINT's default
+action (the suite may run as a background job, which inherits SIGINT ignored), and the
+group is killed in a `finally`."""
 
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PROGRAM_SCENARIO, VCPULAB
+from conftest import PROGRAM_SCENARIO, VCPULAB, default_sigint, kill_group, run_command, spawn
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -25,8 +30,8 @@ def _both(*args: str, cwd: Path | None = None, env_extra: dict | None = None):
     env.pop("PYTHONWARNINGS", None)
     env.update(env_extra or {})
     kw = dict(capture_output=True, cwd=cwd, env=env, timeout=120, stdin=subprocess.DEVNULL)
-    native = subprocess.run([VCPULAB, *args], **kw)
-    python = subprocess.run([sys.executable, "-m", "vcpulab", *args], **kw)
+    native = run_command([VCPULAB, *args], **kw)
+    python = run_command([sys.executable, "-m", "vcpulab", *args], **kw)
     return native, python
 
 
@@ -107,18 +112,50 @@ def test_what_it_hands_to_python_ends_as_in_python(scenarios, args):
     _same(native, python)
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "{bad}", "--json"],
+        ["run", "{latin1}", "--json"],
+        ["run", "{huge}", "--json"],
+        ["run", "{missing}", "--json"],
+        ["run", "{folder}", "--json"],
+        ["run", "", "--json"],
+        ["run", "{toml}", "--json", "--seed", "0x10"],
+        ["run", "{toml}", "--json", "--seed", "1_0"],
+        ["run", "{toml}", "--json", "--seed", " 7 "],
+        ["run", "{toml}", "--json", "--seed=-0"],
+        ["run", "{toml}", "--json", "--seed", "+5"],
+        ["run", "{toml}", "--json", "--seed", "\u0661\u0662"],  # Arabic-Indic 12
+    ],
+)
+def test_the_runs_it_takes_end_as_in_python_without_python(scenarios, tmp_path: Path, args):
+    """The core's contract gives both commands the same seeds, file reading and error
+    lines: the native command ends these runs and their errors itself, as Python would."""
+    line = [a.format(**scenarios, missing=tmp_path / "nope.toml", folder=tmp_path) for a in args]
+    native, python = _both(*line)
+    _same(native, python)
+    no_python = tmp_path / "no-python"
+    no_python.write_text("#!/bin/sh\nexit 7\n")
+    no_python.chmod(0o755)
+    env = dict(os.environ, VCPULAB_PYTHON=str(no_python))
+    env.pop("PYTHONWARNINGS", None)
+    alone = run_command([VCPULAB, *line], capture_output=True, env=env, timeout=120, stdin=subprocess.DEVNULL)
+    _same(alone, python)
+
+
 def test_hands_over_every_argument_to_the_chosen_interpreter(tmp_path: Path):
     fake = tmp_path / "fake-python"
     fake.write_text('#!/bin/sh\nprintf "%s|" "$@"\nexit 7\n')
     fake.chmod(0o755)
     env = dict(os.environ, VCPULAB_PYTHON=str(fake))
-    p = subprocess.run([VCPULAB, "validate", "a b.toml", "--force"], capture_output=True, env=env, timeout=60)
+    p = run_command([VCPULAB, "validate", "a b.toml", "--force"], capture_output=True, env=env, timeout=60)
     assert p.returncode == 7
     flag, code, *rest = p.stdout.decode().split("|")[:-1]
     assert (flag, rest) == ("-c", ["validate", "a b.toml", "--force"])
     assert "from vcpulab.cli import exit_with, main" in code and "exit_with(main())" in code
     # The form it runs itself does not start Python at all.
-    p = subprocess.run([VCPULAB, "--version"], capture_output=True, env=env, timeout=60)
+    p = run_command([VCPULAB, "--version"], capture_output=True, env=env, timeout=60)
     assert p.returncode == 0 and p.stdout.startswith(b"vcpulab ")
 
 
@@ -134,7 +171,7 @@ def test_the_source_distribution_builds_the_command_too(tmp_path: Path):
         pytest.skip("the maturin command is not installed")
     # A clean copy of the tracked files: no build/ left by an install.
     src = tmp_path / "src"
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    listed = run_command(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
     for rel in filter(None, listed.decode().split("\0")):
         if (REPO / rel).is_file():
             (src / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -143,8 +180,8 @@ def test_the_source_distribution_builds_the_command_too(tmp_path: Path):
     env_path = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
     code = ("import sys; sys.path.insert(0, 'build_backend'); import vcpulab_build; "
             f"print(vcpulab_build.build_sdist({str(out)!r}))")
-    p = subprocess.run([sys.executable, "-c", code], cwd=src, capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ, PATH=env_path))
+    p = run_command([sys.executable, "-c", code], cwd=src, capture_output=True, text=True, timeout=300,
+                    env=dict(os.environ, PATH=env_path))
     assert p.returncode == 0, p.stderr[-2000:]
     name = p.stdout.strip().splitlines()[-1]
     assert sorted(os.listdir(out)) == [name]  # no temporary file left
@@ -162,8 +199,8 @@ def test_the_source_distribution_builds_the_command_too(tmp_path: Path):
 
 def test_a_vcpulab_module_in_the_working_directory_does_not_shadow_the_package(tmp_path: Path, scenarios):
     (tmp_path / "vcpulab.py").write_text("raise SystemExit('the user script ran')\n")
-    p = subprocess.run([VCPULAB, "validate", str(scenarios["toml"])], capture_output=True, text=True,
-                       cwd=tmp_path, timeout=60)
+    p = run_command([VCPULAB, "validate", str(scenarios["toml"])], capture_output=True, text=True,
+                    cwd=tmp_path, timeout=60)
     assert p.returncode == 0 and p.stdout.startswith("OK "), (p.stdout, p.stderr)
 
 
@@ -171,22 +208,22 @@ def test_a_scenario_on_a_pipe_is_read_once(scenarios):
     """Not a regular file: handed over unread, so Python's message is about its text."""
     bad = scenarios["bad"].read_bytes()
     kw = dict(capture_output=True, input=bad, timeout=60)
-    native = subprocess.run([VCPULAB, "run", "/dev/stdin", "--json"], **kw)
-    python = subprocess.run([sys.executable, "-m", "vcpulab", "run", "/dev/stdin", "--json"], **kw)
+    native = run_command([VCPULAB, "run", "/dev/stdin", "--json"], **kw)
+    python = run_command([sys.executable, "-m", "vcpulab", "run", "/dev/stdin", "--json"], **kw)
     assert native.returncode == 2 and b"vcpuz" in native.stderr, native.stderr
     _same(native, python)
-    good = subprocess.run([VCPULAB, "run", "/dev/stdin", "--json"], capture_output=True, timeout=60,
-                          input=scenarios["toml"].read_bytes())
+    good = run_command([VCPULAB, "run", "/dev/stdin", "--json"], capture_output=True, timeout=60,
+                       input=scenarios["toml"].read_bytes())
     assert good.returncode == 0 and good.stdout.startswith(b"{\n")
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 def test_a_failed_write_is_an_error_not_silence(scenarios):
     with open("/dev/full", "wb") as full:
-        native = subprocess.run([VCPULAB, "run", str(scenarios["toml"]), "--json"], stdout=full,
-                                stderr=subprocess.PIPE, timeout=60)
-        python = subprocess.run([sys.executable, "-m", "vcpulab", "run", str(scenarios["toml"]), "--json"],
-                                stdout=full, stderr=subprocess.PIPE, timeout=60)
+        native = run_command([VCPULAB, "run", str(scenarios["toml"]), "--json"], stdout=full,
+                             stderr=subprocess.PIPE, timeout=60)
+        python = run_command([sys.executable, "-m", "vcpulab", "run", str(scenarios["toml"]), "--json"],
+                             stdout=full, stderr=subprocess.PIPE, timeout=60)
     assert native.returncode == 2 and native.stderr.startswith(b"vcpulab: error: [Errno 28] "), native.stderr
     assert (native.returncode, native.stderr) == (python.returncode, python.stderr)
 
@@ -213,22 +250,29 @@ def _wait_until_in_the_run(pid: int) -> None:
 
 def _interrupted(cmd: list, ignore_sigint: bool = False, wait: float = 20.0) -> subprocess.CompletedProcess:
     """Starts a run that would take hours, sends it SIGINT once it is under way, and
-    returns how it ended (or kills it if it did not end within ``wait`` s: returncode None)."""
-    def ignore():  # what a non-interactive shell does for a background job
+    returns how it ended (or kills it if it did not end within ``wait`` s: returncode None).
+    The run gets SIGINT's default action, as from an interactive shell, whatever this test
+    run inherited; with ``ignore_sigint``, ignored, as a background job of a
+    non-interactive shell has it."""
+    def ignore():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                         preexec_fn=ignore if ignore_sigint else None)
-    _wait_until_in_the_run(p.pid)
-    assert p.poll() is None, p.communicate()
-    p.send_signal(signal.SIGINT)
+    p = spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+              preexec_fn=ignore if ignore_sigint else default_sigint)
     try:
-        out, err = p.communicate(timeout=wait)
-        return subprocess.CompletedProcess(cmd, p.returncode, out, err)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
-        return subprocess.CompletedProcess(cmd, None, out, err)
+        _wait_until_in_the_run(p.pid)
+        assert p.poll() is None, p.communicate()
+        p.send_signal(signal.SIGINT)
+        try:
+            out, err = p.communicate(timeout=wait)
+            return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+        except subprocess.TimeoutExpired:
+            kill_group(p)
+            out, err = p.communicate()
+            return subprocess.CompletedProcess(cmd, None, out, err)
+    finally:
+        kill_group(p)
+        p.wait()
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT handling is Unix-only")
@@ -275,16 +319,19 @@ def test_ctrl_c_stops_a_shell_loop_of_runs(scenarios, tmp_path: Path):
         loop = (f'for i in 1 2; do echo "start $i" >> "{log}"; {cli} run "{scenarios["huge"]}" --json --force '
                 f'> /dev/null; done; echo "after the loop" >> "{log}"')
         # bash -c runs the loop with job control off: the commands get SIGINT as from a
-        # terminal's Ctrl-C (sent here to the whole process group).
-        p = subprocess.Popen([bash, "-c", loop], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             stdin=subprocess.DEVNULL, start_new_session=True)
-        child = _first_child(p.pid)
-        if child is None:
-            p.kill()
-            pytest.skip("cannot see the loop's child process (no /proc children file)")
-        _wait_until_in_the_run(child)
-        os.killpg(p.pid, signal.SIGINT)
-        _, err = p.communicate(timeout=30)
+        # terminal's Ctrl-C (sent here to the whole process group). The shell starts with
+        # SIGINT's default action: one that starts with it ignored cannot undo that.
+        p = spawn([bash, "-c", loop], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        try:
+            child = _first_child(p.pid)
+            if child is None:
+                pytest.skip("cannot see the loop's child process (no /proc children file)")
+            _wait_until_in_the_run(child)
+            os.killpg(p.pid, signal.SIGINT)
+            _, err = p.communicate(timeout=30)
+        finally:
+            kill_group(p)
+            p.wait()
         assert log.read_text() == "start 1\n", (cli, log.read_text(), err)
         assert p.returncode == 128 + signal.SIGINT or p.returncode == -signal.SIGINT, (cli, p.returncode, err)
         log.unlink()

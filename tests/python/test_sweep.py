@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import VCPULAB, run_cli
+from conftest import VCPULAB, kill_group, run_cli, run_command, spawn
 
 REPO = Path(__file__).resolve().parents[2]
 OVERCOMMIT = REPO / "scenarios" / "examples" / "overcommit.toml"
@@ -81,17 +81,21 @@ seed = { range = [1, 30] }
 "vm[1].workload[0].threads" = [2, 4, 8, 16]
 """)
     out = tmp_path / "out"
-    proc = subprocess.Popen(
+    proc = spawn(
         [VCPULAB, "sweep", str(sw), "--out", str(out), "--workers", "2"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        if (out / "runs").is_dir() and len(run_files(out)) >= 30:
-            break
-        time.sleep(0.01)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            if (out / "runs").is_dir() and len(run_files(out)) >= 30:
+                break
+            time.sleep(0.01)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        kill_group(proc)
+        proc.communicate()
     before = run_files(out)
     assert 30 <= len(before) < 240, f"the sweep was not killed mid-way ({len(before)} runs written)"
     assert not (out / "runs.parquet").exists()
@@ -155,8 +159,8 @@ def test_killed_worker_is_retried_once_then_reported(tmp_path, monkeypatch):
     flaky, dead = runs[2].run_id, runs[5].run_id
     env = dict(os.environ, _VCPULAB_SWEEP_CRASH=f"{flaky},{dead}:always")
     out = tmp_path / "out"
-    res = subprocess.run([VCPULAB, "sweep", str(sw), "--out", str(out), "--workers", "2"],
-                         capture_output=True, text=True, env=env, timeout=120)
+    res = run_command([VCPULAB, "sweep", str(sw), "--out", str(out), "--workers", "2"],
+                      capture_output=True, text=True, env=env, timeout=120)
     assert res.returncode == 1, res.stderr
     assert "8 runs: 8 ran, 0 skipped (already done), 1 failed" in res.stdout
     assert dead in res.stderr and "WorkerDied" in res.stderr and "exit status 86" in res.stderr

@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, run_command
 
 REPO = Path(__file__).resolve().parents[2]
 OVERCOMMIT = REPO / "scenarios" / "examples" / "overcommit.toml"
@@ -152,9 +151,9 @@ def _dump_dom(chrome: str, page: Path, tmp_path: Path, screenshot: Path | None =
              "--disable-component-update", "--no-first-run", "--disable-sync",
              f"--user-data-dir={tmp_path / 'chrome-profile'}", "--window-size=1200,1600"]
     if screenshot is not None:
-        subprocess.run([chrome, *flags, f"--screenshot={screenshot}", page.as_uri()],
-                       capture_output=True, timeout=120, check=False)
-    res = subprocess.run([chrome, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+        run_command([chrome, *flags, f"--screenshot={screenshot}", page.as_uri()],
+                    capture_output=True, timeout=120, check=False)
+    res = run_command([chrome, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr[-2000:]
     return res.stdout
 

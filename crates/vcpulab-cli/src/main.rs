@@ -1,6 +1,6 @@
 //! The `vcpulab` command that `pip install` puts on the PATH.
 //!
-//! Every vcpulab command is implemented once, in Python (`python/vcpulab/cli.py`). A
+//! Every vcpulab command is implemented once, in Python (`python/vcpulab/cli/`). A
 //! Python process, though, spends 25-30 ms starting the interpreter and importing the
 //! package before it does any work, and for short runs that start is most of what a user
 //! waits for (issue 6 measures whole-process time against a plain-Rust loop that finishes
@@ -9,20 +9,21 @@
 //! `--check-invariants` in any order), itself, through the same core as the extension
 //! module, and writes the bytes the Python CLI would write. It also answers `--version`.
 //!
+//! What both commands promise (exit statuses, the line each failure prints, which seed
+//! texts are valid, how a scenario file is read and what a failed read says) is
+//! `vcpulab_core::contract`, which the Python CLI calls through the bindings: the two
+//! agree by construction, and every error of a run this binary takes is reported here.
+//!
 //! Everything else is handed, unchanged, to the Python CLI (run as `python -m vcpulab`
-//! runs it): other subcommands, `run` without `--json` (the tables are formatted in
-//! Python), with `--out` or `--trace`, help, abbreviated options, arguments it does not
-//! recognise, a file it cannot read, that is not UTF-8 or that is not a regular file (a
-//! pipe can be read only once), and any error found before the simulation starts (a bad
-//! scenario, a run refused as too long). Messages and exit statuses so have one
-//! implementation; the Python CLI re-reads the file to report them. Two errors are
-//! reported here, with the Python CLI's messages and statuses: a simulation that fails
-//! while running (exit 1; a long run is not repeated just to fail again), and a failed
-//! write of the output (exit 2; a closed pipe exits 1 silently). Ctrl-C during a native
-//! run ends it as it ends the Python CLI's: "vcpulab: interrupted" on stderr, then
-//! SIGINT's default action, which a shell reports as status 130 (on Unix; elsewhere, and
-//! while the output is being written, the default action alone ends it). The output is
-//! UTF-8 with `\n` line ends whatever the locale or platform.
+//! runs it), because argparse parses command lines and words their usage errors: other
+//! subcommands, `run` without `--json` (the tables are formatted in Python), with `--out`
+//! or `--trace`, help, abbreviated options, arguments it does not recognise, a seed the
+//! contract refuses (argparse's usage line comes with the message), and arguments that
+//! are not UTF-8. Ctrl-C during a native run ends it as it ends the Python CLI's:
+//! "vcpulab: interrupted" on stderr, then SIGINT's default action, which a shell reports
+//! as status 130 (on Unix; elsewhere, and while the output is being written, the default
+//! action alone ends it). The output is UTF-8 with `\n` line ends whatever the locale or
+//! platform.
 //!
 //! Which Python: `VCPULAB_PYTHON` if set; else the interpreter beside this executable
 //! (`python3.X` of the version that built it, then `python3`, `python`: the layout of a
@@ -31,19 +32,14 @@
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use vcpulab_core::api::{self, RunOptions};
-use vcpulab_core::{Error, Scenario};
-
-const EXIT_SIM_FAILED: u8 = 1;
-const EXIT_USAGE: u8 = 2;
-const EXIT_INTERRUPTED: u8 = 130;
-/// Seeds the CLI accepts (python/vcpulab/cli.py `_seed`): 0 ..= 2^63-1.
-const SEED_MAX: u64 = (1 << 63) - 1;
+use vcpulab_core::contract::{self, Failure, OsError};
+use vcpulab_core::{Error, Scenario, Summary};
 
 /// A `vcpulab run` command line this binary runs itself.
 #[derive(Debug, PartialEq)]
@@ -63,15 +59,15 @@ enum Plan {
     Python,
 }
 
-/// A seed as the Python CLI's `int(text, 0)` reads plain decimal numbers; anything else
-/// (hex, underscores, spaces, leading zeros, out of range) goes to Python, which accepts
-/// or rejects it with its own message.
-fn plain_seed(text: &str) -> Option<u64> {
-    let digits_only = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
-    if !digits_only || (text.len() > 1 && text.starts_with('0')) {
+/// The seed of `--seed TEXT` as the contract reads it, or None to hand the command line
+/// to Python: an invalid seed (argparse prints the usage line with the contract's
+/// message), and any text starting with `-`, which argparse reads as an option unless it
+/// looks like a negative number (`-1`, refused; `-0`, seed 0).
+fn seed_value(text: &str) -> Option<u64> {
+    if text.starts_with('-') {
         return None;
     }
-    text.parse::<u64>().ok().filter(|&v| v <= SEED_MAX)
+    contract::parse_seed(text).ok()
 }
 
 /// Decides from the arguments (without the program name) whether this binary handles
@@ -95,16 +91,19 @@ fn plan(args: &[String]) -> Plan {
                     "--force" => force = true,
                     "--seed" => {
                         i += 1;
-                        match rest.get(i).and_then(|v| plain_seed(v)) {
+                        match rest.get(i).and_then(|v| seed_value(v)) {
                             Some(v) => seed = Some(v),
                             None => return Plan::Python,
                         }
                     }
-                    _ if a.starts_with("--seed=") => match plain_seed(&a["--seed=".len()..]) {
-                        Some(v) => seed = Some(v),
-                        None => return Plan::Python,
-                    },
-                    _ if a.starts_with('-') || a.is_empty() => return Plan::Python,
+                    // argparse takes the value after `=` whatever it starts with.
+                    _ if a.starts_with("--seed=") => {
+                        match contract::parse_seed(&a["--seed=".len()..]) {
+                            Ok(v) => seed = Some(v),
+                            Err(_) => return Plan::Python,
+                        }
+                    }
+                    _ if a.starts_with('-') => return Plan::Python,
                     _ if scenario.is_some() => return Plan::Python, // argparse's error
                     _ => scenario = Some(a.to_string()),
                 }
@@ -121,23 +120,6 @@ fn plan(args: &[String]) -> Plan {
             }
         }
         _ => Plan::Python,
-    }
-}
-
-/// The scenario text as the Python API reads it (`api._scenario_text`): UTF-8, with
-/// `\r\n` and a lone `\r` read as line ends. None when that read would fail, and for
-/// anything but a regular file: a pipe or `/dev/stdin` can be read only once, and the
-/// Python CLI must be able to read it if it reports an error.
-fn scenario_text(path: &str) -> Option<String> {
-    if !std::fs::metadata(path).ok()?.is_file() {
-        return None;
-    }
-    let raw = std::fs::read(path).ok()?;
-    let text = String::from_utf8(raw).ok()?;
-    if text.contains('\r') {
-        Some(text.replace("\r\n", "\n").replace('\r', "\n"))
-    } else {
-        Some(text)
     }
 }
 
@@ -224,16 +206,21 @@ mod interrupts {
     pub fn die_of_sigint() {}
 }
 
-/// Runs the scenario and writes its summary JSON. `Err(())` when the command line must
-/// go to Python after all (an error that Python reports).
-fn fast_run(run: &FastRun) -> Result<ExitCode, ()> {
-    let text = scenario_text(&run.scenario).ok_or(())?;
-    let parsed = if run.scenario.to_lowercase().ends_with(".json") {
-        Scenario::from_json_str(&text, &run.scenario)
-    } else {
-        Scenario::from_toml_str(&text, &run.scenario)
-    };
-    let sc = parsed.map_err(|_| ())?;
+/// Runs the scenario and writes its summary JSON; every error ends the command as the
+/// contract says.
+fn fast_run(run: &FastRun) -> ExitCode {
+    let summary = contract::read_scenario_file(Path::new(&run.scenario))
+        .map_err(|e| (Failure::BadInput, e.to_string()))
+        .and_then(|src| src.parse().map_err(|e| (Failure::BadInput, e.to_string())))
+        .and_then(|sc| simulate(&sc, run).map_err(|e| (Failure::of(&e), e.to_string())));
+    match summary {
+        Ok(summary) => write_summary(&summary),
+        Err((failure, detail)) => fail(failure, &detail),
+    }
+}
+
+/// The run, with Ctrl-C caught for its duration.
+fn simulate(sc: &Scenario, run: &FastRun) -> Result<Summary, Error> {
     let opts = RunOptions {
         check_invariants: run.check_invariants,
         force: run.force,
@@ -241,59 +228,39 @@ fn fast_run(run: &FastRun) -> Result<ExitCode, ()> {
         ..Default::default()
     };
     let caught = interrupts::catch();
-    let mut result = api::run(&sc, run.seed, &opts);
+    let result = api::run(sc, run.seed, &opts);
     interrupts::release(caught);
     // A Ctrl-C after the run's last look at the flag still counts.
-    if result.is_ok() && INTERRUPTED.load(Ordering::Relaxed) {
-        result = Err(Error::Interrupted);
-    }
     match result {
-        Ok(summary) => {
-            // Formatted straight into a buffered stdout: at 8,192 vCPUs the text is 6.4 MB,
-            // which a String would grow (and copy) to before the first byte is written.
-            let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-            let written = api::write_summary_json(&mut out, &summary)
-                .and_then(|_| out.write_all(b"\n"))
-                .and_then(|_| out.flush());
-            match written {
-                Ok(()) => Ok(ExitCode::SUCCESS),
-                // The reader went away (`| head`): no message, as in the Python CLI.
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
-                    Ok(ExitCode::from(EXIT_SIM_FAILED))
-                }
-                Err(e) => {
-                    eprintln!("vcpulab: error: {}", os_error_message(&e));
-                    Ok(ExitCode::from(EXIT_USAGE))
-                }
-            }
-        }
-        Err(Error::Sim(e)) => {
-            eprintln!("vcpulab: error: {e}");
-            Ok(ExitCode::from(EXIT_SIM_FAILED))
-        }
-        Err(Error::Interrupted) => {
-            eprintln!("vcpulab: interrupted");
-            interrupts::die_of_sigint();
-            Ok(ExitCode::from(EXIT_INTERRUPTED))
-        }
-        // Refused before running (too long, bad trace window) or another input error.
-        Err(_) => Err(()),
+        Ok(_) if INTERRUPTED.load(Ordering::Relaxed) => Err(Error::Interrupted),
+        other => other,
     }
 }
 
-/// An output error as the Python CLI prints an `OSError` without a file name:
-/// `[Errno 28] No space left on device`.
-fn os_error_message(e: &std::io::Error) -> String {
-    match e.raw_os_error() {
-        Some(code) => {
-            let text = e.to_string();
-            let detail = text
-                .strip_suffix(&format!(" (os error {code})"))
-                .unwrap_or(&text);
-            format!("[Errno {code}] {detail}")
-        }
-        None => e.to_string(),
+fn write_summary(summary: &Summary) -> ExitCode {
+    // Formatted straight into a buffered stdout: at 8,192 vCPUs the text is 6.4 MB, which
+    // a String would grow (and copy) to before the first byte is written.
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let written = api::write_summary_json(&mut out, summary)
+        .and_then(|_| out.write_all(b"\n"))
+        .and_then(|_| out.flush());
+    match written {
+        Ok(()) => ExitCode::from(contract::EXIT_OK),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => fail(Failure::ClosedOutput, ""),
+        Err(e) => fail(Failure::BadInput, &OsError::from_io(&e, None).to_string()),
     }
+}
+
+/// Ends the command with `failure`: its line on stderr, then its status (or, for Ctrl-C,
+/// SIGINT's default action).
+fn fail(failure: Failure, detail: &str) -> ExitCode {
+    if let Some(line) = failure.stderr_line(detail) {
+        eprintln!("{line}");
+    }
+    if failure == Failure::Interrupted {
+        interrupts::die_of_sigint();
+    }
+    ExitCode::from(failure.exit_status())
 }
 
 /// Runs the Python CLI as `python -m vcpulab` does, except that the current directory is
@@ -359,11 +326,11 @@ fn hand_to_python(args: Vec<OsString>) -> ExitCode {
             }
         }
     }
-    eprintln!(
-        "vcpulab: error: no Python interpreter found to run this command; \
-         set VCPULAB_PYTHON to the Python that vcpulab is installed in"
-    );
-    ExitCode::from(EXIT_USAGE)
+    fail(
+        Failure::BadInput,
+        "no Python interpreter found to run this command; \
+         set VCPULAB_PYTHON to the Python that vcpulab is installed in",
+    )
 }
 
 fn main() -> ExitCode {
@@ -372,10 +339,10 @@ fn main() -> ExitCode {
     let plan = utf8.as_deref().map_or(Plan::Python, plan);
     match plan {
         Plan::Version => {
-            println!("vcpulab {}", vcpulab_core::VERSION);
+            println!("{}", contract::VERSION_LINE);
             ExitCode::SUCCESS
         }
-        Plan::Run(run) => fast_run(&run).unwrap_or_else(|()| hand_to_python(raw)),
+        Plan::Run(run) => fast_run(&run),
         Plan::Python => hand_to_python(raw),
     }
 }
@@ -419,6 +386,20 @@ mod tests {
             fast("a", Some(2), false, false)
         );
         assert_eq!(plan(&args("--version")), Plan::Version);
+        // Every seed the contract reads, in argparse's two spellings.
+        assert_eq!(
+            plan(&args("run a.toml --json --seed 0x10")),
+            fast("a.toml", Some(16), false, false)
+        );
+        assert_eq!(
+            plan(&args("run a.toml --json --seed=-0")),
+            fast("a.toml", Some(0), false, false)
+        );
+        // An empty name is a scenario to argparse (and a missing file).
+        assert_eq!(
+            plan(&["run".into(), "".into(), "--json".into()]),
+            fast("", None, false, false)
+        );
     }
 
     #[test]
@@ -433,9 +414,10 @@ mod tests {
             "run a.toml b.toml --json", // two: argparse's error
             "run a.toml --json --seed", // missing value
             "run a.toml --json --seed -1",
-            "run a.toml --json --seed 0x10", // int(text, 0) takes it; Python decides
-            "run a.toml --json --seed 010",  // int(text, 0) refuses it
+            "run a.toml --json --seed -0", // argparse's to tell option from value
+            "run a.toml --json --seed 010", // int(text, 0) refuses it
             "run a.toml --json --seed 9223372036854775808", // 2^63
+            "run a.toml --json --seed=x",
             "run - --json",
             "run a.toml --json -h",
             "validate a.toml",
@@ -447,20 +429,12 @@ mod tests {
     }
 
     #[test]
-    fn seeds_are_plain_decimals_in_range() {
-        assert_eq!(plain_seed("0"), Some(0));
-        assert_eq!(plain_seed("9223372036854775807"), Some(SEED_MAX));
-        for bad in [
-            "",
-            "00",
-            "07",
-            "+1",
-            " 1",
-            "1_0",
-            "1e3",
-            "18446744073709551616",
-        ] {
-            assert_eq!(plain_seed(bad), None, "{bad:?}");
+    fn seeds_are_the_contracts() {
+        assert_eq!(seed_value("0"), Some(0));
+        assert_eq!(seed_value("9223372036854775807"), Some(contract::SEED_MAX));
+        assert_eq!(seed_value("1_0"), Some(10));
+        for bad in ["", "07", "-0", "-1", "1e3", "18446744073709551616"] {
+            assert_eq!(seed_value(bad), None, "{bad:?}");
         }
     }
 }

@@ -10,6 +10,7 @@
 //! - [`api`]: the entry points the CLI and the Python bindings use.
 
 pub mod api;
+pub mod contract;
 pub mod engine;
 pub mod error;
 pub mod ft;

@@ -1,13 +1,16 @@
 //! `vcpulab._native`: thin PyO3 bindings over `vcpulab_core::api`.
 //!
 //! Every function takes and returns plain strings/numbers (scenario text, JSON), so no
-//! PyO3 object ever needs to cross a process boundary. Errors become Python exceptions:
+//! PyO3 object ever needs to cross a process boundary. The command-line contract
+//! (`vcpulab_core::contract`: exit statuses, failure lines, seed texts, scenario-file
+//! reading) is exported as is, so that the Python CLI and the native command share it. Errors become Python exceptions:
 //! `ScenarioError` (bad input; a `ValueError`), `SimulationError` (a run failed; a
 //! `RuntimeError`), `NotFoundError` (unknown experiment or case; a `LookupError`).
 //! Simulations release the GIL, and take it back every few ms of a run to let the
 //! interpreter run its signal handlers: Ctrl-C raises `KeyboardInterrupt` at once rather
 //! than when the run ends.
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -16,7 +19,9 @@ use pyo3::exceptions::{
     PyKeyboardInterrupt, PyLookupError, PyOSError, PyRuntimeError, PyValueError,
 };
 use pyo3::prelude::*;
+use pyo3::types::PyString;
 use vcpulab_core::api::{self, RunOptions, StopFn};
+use vcpulab_core::contract::{self, Failure, OsError, ReadError, ScenarioFormat, SeedError};
 use vcpulab_core::{Error, Scenario};
 
 create_exception!(
@@ -119,10 +124,106 @@ impl Interrupts {
 }
 
 fn parse(text: &str, origin: &str, format: &str) -> Result<Scenario, Error> {
-    Ok(match format {
-        "json" => Scenario::from_json_str(text, origin)?,
-        _ => Scenario::from_toml_str(text, origin)?,
-    })
+    Ok(contract::parse_scenario(
+        text,
+        origin,
+        ScenarioFormat::named(format),
+    )?)
+}
+
+/// The seed a command-line text names (`contract::parse_seed`); ValueError with the
+/// CLI's message if it names none.
+#[pyfunction]
+fn parse_seed(text: &Bound<'_, PyString>) -> PyResult<u64> {
+    let parsed = match text.to_cow() {
+        Ok(text) => contract::parse_seed(&text),
+        // Lone surrogates (undecodable bytes of a command line) are in no integer; they
+        // are quoted as Python quotes them.
+        Err(_) => Err(SeedError::not_an_integer(text.repr()?.to_string())),
+    };
+    parsed.map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// Reads a scenario file as both CLIs do (`contract::read_scenario_file`); returns
+/// (text, origin, format). Raises OSError(errno, reason, path), the path as `os.fspath`
+/// gives it (as `open` names it), or ScenarioError for a file that is not UTF-8 text.
+#[pyfunction]
+fn read_scenario_file(
+    py: Python<'_>,
+    path: &Bound<'_, PyAny>,
+) -> PyResult<(String, String, &'static str)> {
+    let fspath = py.import("os")?.call_method1("fspath", (path,))?;
+    let path_buf: PathBuf = fspath.extract()?;
+    if path_buf.as_os_str().as_encoded_bytes().contains(&0) {
+        // What Python's open() says; the OS would never see the name.
+        return Err(PyValueError::new_err("embedded null byte"));
+    }
+    match contract::read_scenario_file(&path_buf) {
+        Ok(src) => Ok((src.text, src.origin, src.format.name())),
+        Err(ReadError::Os(e)) => Err(PyOSError::new_err((e.errno, e.reason, fspath.unbind()))),
+        Err(ReadError::Text(e)) => Err(ScenarioError::new_err(e.to_string())),
+    }
+}
+
+/// Python's text in a line the contract words around `STAND_IN`. Python's strings can
+/// hold lone surrogates (the undecodable bytes of a command line or a path), which no Rust
+/// string can: the contract writes the line with a stand-in (a NUL, which neither holds)
+/// and Python's text goes in as Python holds it.
+const STAND_IN: &str = "\0";
+
+fn around_stand_in<'py>(
+    py: Python<'py>,
+    line: &str,
+    text: &Bound<'py, PyString>,
+) -> PyResult<Bound<'py, PyString>> {
+    match line.split_once(STAND_IN) {
+        Some((before, after)) => PyString::new(py, before)
+            .add(text)?
+            .add(after)?
+            .downcast_into::<PyString>()
+            .map_err(PyErr::from),
+        None => Ok(PyString::new(py, line)),
+    }
+}
+
+/// How a command ends on a failure of kind `kind` ("bad-input", "sim-failed",
+/// "interrupted", "closed-output"): (exit status, line for stderr or None).
+#[pyfunction]
+#[pyo3(signature = (kind, detail=None))]
+fn cli_failure<'py>(
+    py: Python<'py>,
+    kind: &str,
+    detail: Option<Bound<'py, PyString>>,
+) -> PyResult<(u8, Option<Bound<'py, PyString>>)> {
+    let failure = Failure::named(kind)
+        .ok_or_else(|| PyValueError::new_err(format!("unknown failure kind {kind:?}")))?;
+    let detail = detail.unwrap_or_else(|| PyString::new(py, ""));
+    let line = failure
+        .stderr_line(STAND_IN)
+        .map(|line| around_stand_in(py, &line, &detail))
+        .transpose()?;
+    Ok((failure.exit_status(), line))
+}
+
+/// An OSError's text as the CLIs print it: "FILE: reason", "[Errno N] reason" or "reason".
+#[pyfunction]
+#[pyo3(signature = (errno, reason, filename=None))]
+fn os_error_text<'py>(
+    py: Python<'py>,
+    errno: Option<i32>,
+    reason: String,
+    filename: Option<Bound<'py, PyString>>,
+) -> PyResult<Bound<'py, PyString>> {
+    let line = OsError {
+        errno,
+        reason,
+        filename: filename.as_ref().map(|_| STAND_IN.to_string()),
+    }
+    .to_string();
+    match filename {
+        Some(name) => around_stand_in(py, &line, &name),
+        None => Ok(PyString::new(py, &line)),
+    }
 }
 
 /// Runs a scenario given as text (`format` "toml" or "json"); returns the summary JSON.
@@ -309,6 +410,17 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(kvm_run_json, m)?)?;
     m.add_function(wrap_pyfunction!(kvm_cgroup_leftovers, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(read_scenario_file, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_failure, m)?)?;
+    m.add_function(wrap_pyfunction!(os_error_text, m)?)?;
+    m.add("EXIT_OK", contract::EXIT_OK)?;
+    m.add("EXIT_SIM_FAILED", contract::EXIT_SIM_FAILED)?;
+    m.add("EXIT_BAD_INPUT", contract::EXIT_BAD_INPUT)?;
+    m.add("EXIT_INTERRUPTED", contract::EXIT_INTERRUPTED)?;
+    m.add("EXIT_STATUS_HELP", contract::EXIT_STATUS_HELP)?;
+    m.add("SEED_MAX", contract::SEED_MAX)?;
+    m.add("VERSION_LINE", contract::VERSION_LINE)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
     m.add("NotFoundError", m.py().get_type::<NotFoundError>())?;

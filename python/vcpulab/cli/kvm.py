@@ -1,11 +1,13 @@
-"""The ``vcpulab kvm`` subcommands (run, compare); registered by :mod:`vcpulab.cli`."""
+"""``vcpulab kvm``: the real-KVM harness (``kvm run``: guest microbenchmarks on real KVM
+vCPUs; ``kvm compare``: matched real/simulated pairs of the validation cases)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from typing import Any
+
+from ._common import EXIT_OK, RAW
 
 KVM_EPILOG = """\
 examples:
@@ -22,7 +24,8 @@ also on Ctrl-C.
 """
 
 
-def add_parser(sub: Any, formatter: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    formatter = RAW
     k = sub.add_parser("kvm", help="real-KVM harness: run guest microbenchmarks, compare with the simulator",
                        epilog=KVM_EPILOG, formatter_class=formatter,
                        description="Run guest programs on real KVM vCPUs under host scheduling policies.")
@@ -47,7 +50,7 @@ def add_parser(sub: Any, formatter: Any) -> None:
 
 
 def cmd_kvm_run(args: argparse.Namespace) -> int:
-    from . import kvm
+    from .. import kvm
 
     if args.repetitions is not None and args.repetitions < 1:
         raise kvm.ScenarioError("--repetitions must be >= 1")
@@ -58,18 +61,18 @@ def cmd_kvm_run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(s, indent=2) + "\n")
     else:
         sys.stdout.write(kvm.summary_text(s) + "\n")
-    return 0
+    return EXIT_OK
 
 
 def cmd_kvm_compare(args: argparse.Namespace) -> int:
-    from . import kvm_compare as kc
-    from ._format import num, table
+    from .. import kvm_compare as kc
+    from .._format import num, table
 
     chosen = kc.select(args.cases)
     if args.list:
         for c in chosen:
             sys.stdout.write(f"{c['id']}: {', '.join(r[0] for r in c['rows'])}{'  (' + c['note'] + ')' if c['note'] else ''}\n")
-        return 0
+        return EXIT_OK
     sched, sim_note = kc.sim_scheduler()
     sys.stderr.write(f"vcpulab: simulated host: {sim_note}\n")
     progress = (lambda m: sys.stderr.write(f"  {m}\n")) if sys.stderr.isatty() and not args.json else None
@@ -78,7 +81,7 @@ def cmd_kvm_compare(args: argparse.Namespace) -> int:
         rows.extend(kc.run_case(c, sched, sim_note, args.duration, args.repetitions, args.mode, progress))
     if args.json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
-        return 0
+        return EXIT_OK
     body = [[r["case"], r["metric"], r["unit"], num(r["real"], 4), num(r["real_spread"], 2), num(r["sim"], 4), num(r["ratio"], 3)]
             for r in rows]
     sys.stdout.write(table(["case", "metric", "unit", "real (median)", "spread", "sim", "sim/real"], body,
@@ -88,4 +91,4 @@ def cmd_kvm_compare(args: argparse.Namespace) -> int:
         sys.stdout.write("\nnotes:\n" + "".join(f"  {k}: {v}\n" for k, v in notes.items()))
     if any(r["harness"] == "threads" for r in rows):
         sys.stdout.write("\nnotice: real side ran as host threads (no usable /dev/kvm)\n")
-    return 0
+    return EXIT_OK
