@@ -5,7 +5,7 @@ by the pure-Python layer (:mod:`vcpulab`).
 """
 
 import os
-from typing import Literal, Optional, Union
+from typing import Callable, Literal, Optional, Union
 
 class ScenarioError(ValueError):
     """A scenario, sweep or experiment input is invalid (``FILE: key.path: message``)."""
@@ -57,6 +57,18 @@ def experiments_json() -> str:
 
 def reproduce_case(experiment: str, case: str, seed: Optional[int] = None) -> str:
     """Runs one case of a built-in experiment; returns its raw rows (one per metric) as JSON."""
+
+def reproduce_experiment(
+    experiment: str,
+    seed: Optional[int] = None,
+    workers: int = 1,
+    adaptive: bool = True,
+    progress: Optional[Callable[[int, int], None]] = None,
+) -> str:
+    """Reproduces one experiment on ``workers`` threads with its claims' verdicts (more seeds
+    for undecided claims when ``adaptive``); returns ``{"rows": [...], "claims": [...]}`` as
+    JSON. ``progress(done, total)`` is called after each run. The output does not depend on
+    ``workers``."""
 
 def reproduce_finish(experiment: str, raw_rows: str) -> str:
     """Normalises an experiment's raw rows (a JSON list) and computes sim / paper."""

@@ -310,50 +310,95 @@ def reproduce(
     seed: Optional[int] = None,
     progress: bool = False,
     on_row: Optional[Callable[[dict[str, Any]], None]] = None,
+    workers: Optional[int] = None,
 ) -> list[dict[str, Any]]:
-    """Runs built-in reproductions case by case; returns one row per case and metric:
-    ``{experiment, case, metric, unit, paper, sim, ratio}``.
+    """Runs built-in reproductions with each experiment's own seeds; returns one row per
+    case and metric: ``{experiment, case, metric, unit, paper, sim, ratio, seeds, ci_low,
+    ci_high, regimes}`` (``ci_low``/``ci_high``: the 95 % bootstrap interval of ``sim``
+    over its seeds; ``regimes``: ``None``, or the split when the seeds fall into two
+    regimes).
 
     ``names`` are experiment ids (default: all). ``progress=True`` shows a tqdm bar on
     stderr once the run has taken more than two seconds. ``on_row`` is called with each
     row as soon as its experiment finishes (normalised metrics need the whole experiment).
+    ``workers`` threads share the runs (default: 1); the rows do not depend on it. For
+    the claims' verdicts (with seeds added where a verdict is undecided), see
+    :func:`reproduce_claims`.
     """
+    result = _reproduce(names, seed, progress, workers, adaptive=False, on_row=on_row)
+    return result["rows"]
+
+
+def reproduce_claims(
+    names: Optional[Iterable[str]] = None,
+    seed: Optional[int] = None,
+    progress: bool = False,
+    workers: Optional[int] = None,
+    adaptive: bool = True,
+) -> dict[str, list[dict[str, Any]]]:
+    """Runs built-in reproductions and judges their papers' claims: ``{"rows": [...],
+    "claims": [...]}``. Each claim is ``{experiment, claim, text, source, premise,
+    verdict, value, ci_low, ci_high, threshold, seeds, detail}`` with ``verdict`` one of
+    ``holds``, ``fails``, ``undecided`` (its 95 % interval straddles the claim's line).
+    With ``adaptive`` (the default), an undecided claim's cases get more seeds, up to
+    three times the experiment's count (at least 15), before it is reported undecided;
+    rows are then the means over every seed their case ran."""
+    return _reproduce(names, seed, progress, workers, adaptive=adaptive)
+
+
+def _reproduce(
+    names: Optional[Iterable[str]],
+    seed: Optional[int],
+    progress: bool,
+    workers: Optional[int],
+    adaptive: bool,
+    on_row: Optional[Callable[[dict[str, Any]], None]] = None,
+) -> dict[str, list[dict[str, Any]]]:
     seed = check_seed(seed)
+    workers = 1 if workers is None else int(workers)
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, not {workers}")
     exps = _select(names)
-    jobs = [(e["id"], c["id"]) for e in exps for c in e["cases"]]
     bar = None
-    if progress and jobs:
+    if progress and exps:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(jobs), unit="case", delay=2.0, leave=False, dynamic_ncols=True)
+        bar = tqdm(total=0, unit="run", delay=2.0, leave=False, dynamic_ncols=True)
     rows: list[dict[str, Any]] = []
+    claims: list[dict[str, Any]] = []
     try:
         for e in exps:
-            raw: list[dict[str, Any]] = []
-            for c in e["cases"]:
+            base = bar.n if bar is not None else 0
+
+            def tick(done: int, total: int, base: int = base) -> None:
                 if bar is not None:
-                    bar.set_description(f"{e['id']} {c['id']}", refresh=False)
-                raw.extend(json.loads(_native.reproduce_case(e["id"], c["id"], seed)))
-                if bar is not None:
-                    bar.update(1)
-            finished = json.loads(_native.reproduce_finish(e["id"], json.dumps(raw)))
-            for row in finished:
+                    bar.total = base + total
+                    bar.n = base + done
+                    bar.refresh()
+
+            if bar is not None:
+                bar.set_description(e["id"], refresh=False)
+            result = json.loads(
+                _native.reproduce_experiment(e["id"], seed, workers, adaptive, tick if bar is not None else None)
+            )
+            for row in result["rows"]:
                 rows.append(row)
                 if on_row is not None:
                     on_row(row)
+            claims.extend(result["claims"])
     finally:
         if bar is not None:
             bar.close()
-    return rows
+    return {"rows": rows, "claims": claims}
 
 
 def reproduce_frame(
     names: Optional[Iterable[str]] = None, seed: Optional[int] = None, progress: bool = False
 ) -> "pd.DataFrame":
     """:func:`reproduce` as a DataFrame with columns experiment, case, metric, unit,
-    paper, sim, ratio."""
+    paper, sim, ratio, seeds, ci_low, ci_high (the 95 % interval of sim)."""
     import pandas as pd
 
     rows = reproduce(names, seed=seed, progress=progress)
-    cols = ["experiment", "case", "metric", "unit", "paper", "sim", "ratio"]
+    cols = ["experiment", "case", "metric", "unit", "paper", "sim", "ratio", "seeds", "ci_low", "ci_high"]
     return pd.DataFrame(rows, columns=cols)

@@ -350,6 +350,42 @@ fn reproduce_case(
         .map_err(|e| interrupts.to_py(e))
 }
 
+/// Reproduces one experiment on `workers` threads, with its claims' verdicts (and more
+/// seeds for undecided claims when `adaptive`): `{"rows": [...], "claims": [...]}`.
+/// `progress(done, total)` is called after each run (from the calling thread only, so
+/// that a Python callback needs no lock). Releases the GIL; Ctrl-C stops it.
+#[pyfunction]
+#[pyo3(signature = (experiment, seed=None, workers=1, adaptive=true, progress=None))]
+fn reproduce_experiment(
+    py: Python<'_>,
+    experiment: String,
+    seed: Option<u64>,
+    workers: usize,
+    adaptive: bool,
+    progress: Option<PyObject>,
+) -> PyResult<String> {
+    let interrupts = Interrupts::new(py);
+    let opts = RunOptions {
+        stop: interrupts.stop_fn(),
+        ..Default::default()
+    };
+    let caller = std::thread::current().id();
+    let report = move |done: usize, total: usize| {
+        if let Some(cb) = &progress {
+            if std::thread::current().id() == caller {
+                Python::with_gil(|py| {
+                    // A failing progress callback must not fail the reproduction.
+                    let _ = cb.call1(py, (done, total));
+                });
+            }
+        }
+    };
+    py.allow_threads(move || {
+        api::reproduce_json(&experiment, seed, workers, adaptive, &opts, &report)
+    })
+    .map_err(|e| interrupts.to_py(e))
+}
+
 /// Normalises an experiment's raw rows (JSON list) and computes sim / paper.
 #[pyfunction]
 fn reproduce_finish(experiment: &str, raw_rows: &str) -> PyResult<String> {
@@ -406,6 +442,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(experiments_json, m)?)?;
     m.add_function(wrap_pyfunction!(reproduce_case, m)?)?;
     m.add_function(wrap_pyfunction!(reproduce_finish, m)?)?;
+    m.add_function(wrap_pyfunction!(reproduce_experiment, m)?)?;
     m.add_function(wrap_pyfunction!(experiment_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(kvm_run_json, m)?)?;
