@@ -183,11 +183,13 @@ def test_schedulers_and_experiments():
 def test_reproduce_rows_and_frame():
     rows = vcpulab.reproduce(["hyperv-root"])
     assert len(rows) == 9
-    assert all(set(r) == {"experiment", "case", "metric", "unit", "paper", "sim", "ratio"} for r in rows)
+    keys = {"experiment", "case", "metric", "unit", "paper", "sim", "ratio", "seeds", "ci_low", "ci_high", "regimes"}
+    assert all(set(r) == keys for r in rows)
     for r in rows:
         assert math.isclose(r["ratio"], r["sim"] / r["paper"])
     df = vcpulab.reproduce_frame("hyperv-root")
-    assert list(df.columns) == ["experiment", "case", "metric", "unit", "paper", "sim", "ratio"]
+    assert list(df.columns) == ["experiment", "case", "metric", "unit", "paper", "sim", "ratio", "seeds", "ci_low",
+                                "ci_high"]
     assert list(df["case"]) == [r["case"] for r in rows]
     assert vcpulab.reproduce(["hyperv-root"]) == rows  # deterministic
 

@@ -14,7 +14,8 @@ import vcpulab
 from conftest import PROGRAM_SCENARIO, VCPULAB, run_cli, run_command
 
 REPO = Path(__file__).resolve().parents[2]
-ROW_KEYS = {"experiment", "case", "metric", "unit", "paper", "sim", "ratio"}
+# The row contract (issue 2) and what issue 26 adds: seeds, the 95% interval, regimes.
+ROW_KEYS = {"experiment", "case", "metric", "unit", "paper", "sim", "ratio", "seeds", "ci_low", "ci_high", "regimes"}
 
 
 def assert_no_traceback(p) -> None:
@@ -435,7 +436,7 @@ def test_reproduce_tables():
     assert "hyperv-root" in out
     assert "sysbench_events_per_s (events/s)" in out
     header = next(line for line in out.splitlines() if line.startswith("case"))
-    assert header.split()[:4] == ["case", "paper", "vcpulab", "ratio"]
+    assert header.split()[:7] == ["case", "paper", "vcpulab", "95%", "CI", "seeds", "ratio"]
     assert "vm2-4busy/4vp-4t" in out
     assert "notes:" in out
 
@@ -551,7 +552,7 @@ def test_validate_rejects_ipi_target_beyond_vcpus(tmp_path: Path):
 
 
 def test_reproduce_software_ft_json_and_host_thread_frame(tmp_path):
-    p = run_cli("reproduce", "software-ft", "--json")
+    p = run_cli("reproduce", "software-ft", "--json", "--no-adaptive")
     assert p.returncode == 0, p.stderr
     rows = json.loads(p.stdout)
     worst = {r["case"]: r for r in rows if r["metric"] == "max_response_ms"}

@@ -11,16 +11,16 @@
 //! their own. Its resamples come from their own seeded stream, so an interval is the same
 //! on every run.
 //!
-//! **Regimes**: a sample is split in two at its largest gap (each side at least
-//! [`REGIME_MIN_SIDE`] seeds and a fifth of the sample) and flagged when Ashman's D of the
-//! two groups, `sqrt(2) |m1 - m2| / sqrt(s1^2 + s2^2)`, reaches [`REGIME_MIN_D`] and the
-//! gap is at least a tenth of the larger group mean. Ashman's D above 2 separates a
+//! **Regimes**: the sorted sample is split in two where Ashman's D of the two groups,
+//! `sqrt(2) |m1 - m2| / sqrt(s1^2 + s2^2)`, is largest (each side at least
+//! [`REGIME_MIN_SIDE`] seeds and a fifth of the sample), and flagged when that D reaches
+//! [`REGIME_MIN_D`] and the groups' means differ by at least a tenth of the larger. Ashman's D above 2 separates a
 //! two-component mixture cleanly (Ashman, Bird & Zepf, AJ 108, 1994); because the split
-//! is chosen to maximise D, the threshold is set much higher: over 4,000 simulated
-//! unimodal samples of 10 values each, the largest split's D reached 10 in 0.6 % of
-//! normal, 1.6 % of log-normal (sigma 0.5) and 2.4 % of exponential samples, and in 0.1 %
-//! of normal samples of 20 (a stated false-positive rate, not a tuned one: the command
-//! and its output are in docs/models.md, "How verdicts are made"). Samples of fewer than
+//! is chosen to maximise D, the threshold is set much higher: on 4,000 simulated
+//! unimodal samples of each shape (`scripts/regime_false_positives.py`), the largest
+//! split's D reaches 10 in 0.03 % of normal, 0.3 % of log-normal (sigma 0.5) and 0.85 % of
+//! exponential samples of 10 values, in at most 0.03 % at 20 values, and in up to 2.2 % at
+//! 6 values (a stated false-positive rate, not a tuned one). Samples of fewer than
 //! [`REGIME_MIN_SEEDS`] seeds are not tested.
 
 use crate::rng::Rng;
