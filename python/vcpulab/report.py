@@ -13,6 +13,7 @@ import io
 import json
 import math
 import os
+import re
 from collections.abc import Sequence
 from typing import Any, Optional
 
@@ -54,6 +55,11 @@ table { border-collapse: collapse; margin: .8em 0; font-size: .9em; }
 th, td { border: 1px solid #ddd; padding: .25em .6em; text-align: right; }
 th { background: #f6f6f6; } td.l, th.l { text-align: left; }
 .bad { color: #b00; } .ok { color: #070; }
+.verdict { font-weight: 600; padding: 0 .45em; border-radius: 3px; white-space: nowrap; }
+.v-holds { color: #0a5d1f; background: #dff3e3; } .v-fails { color: #fff; background: #c0262d; }
+.v-undecided { color: #5a3d00; background: #ffd866; }
+tr.v-row-fails td { background: #fdf0f0; } tr.v-row-undecided td { background: #fffae6; }
+.claims-summary { font-size: 1.05em; } table.claims td.n, table.claims code { white-space: nowrap; } details > summary { cursor: pointer; margin: .6em 0; }
 """
 
 
@@ -384,44 +390,166 @@ def _run_section(out_dir: str) -> str:
 # ----------------------------------------------------------------------- reproduce
 
 
+VERDICTS = ("fails", "undecided", "holds")  # the order claims are listed in
+
+
+def _num(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    return f"{v:.4g}" if isinstance(v, float) else html.escape(str(v))
+
+
+def _verdict_badge(verdict: str) -> str:
+    v = str(verdict)
+    label = {"fails": "FAILS", "holds": "holds", "undecided": "undecided"}.get(v, v)
+    return f'<span class="verdict v-{html.escape(v)}">{html.escape(label)}</span>'
+
+
+def _claims_table(claims: Sequence[dict[str, Any]]) -> str:
+    heads = ["experiment", "claim", "text", "verdict", "value [95% CI]", "threshold", "seeds", "source"]
+    th = "".join(f'<th class="{"l" if h in ("experiment", "claim", "text", "verdict", "source") else ""}">'
+                 f"{html.escape(h)}</th>" for h in heads)
+    body = []
+    for c in claims:
+        lo, hi = c.get("ci_low"), c.get("ci_high")
+        value = _num(c.get("value"))
+        if lo is not None or hi is not None:
+            value += f" [{_num(lo)}, {_num(hi)}]"
+        op = re.search(r"\]\s*(<=|>=|<|>)\s*\S+\s*$", str(c.get("detail", "")))
+        thr = (html.escape(op.group(1)) + " " if op else "vs ") + _num(c.get("threshold"))
+        detail = html.escape(str(c.get("detail", "")))
+        premise = c.get("premise")
+        text = html.escape(str(c.get("text", "")))
+        if premise:
+            text += f'<br><span class="meta">premise: {html.escape(str(premise))}</span>'
+        body.append(
+            f'<tr class="v-row-{html.escape(str(c.get("verdict")))}">'
+            f'<td class="l">{html.escape(str(c.get("experiment", "")))}</td>'
+            f'<td class="l"><code>{html.escape(str(c.get("claim", "")))}</code></td>'
+            f'<td class="l">{text}</td><td class="l">{_verdict_badge(c.get("verdict", ""))}</td>'
+            f'<td class="n" title="{detail}">{value}</td><td class="n">{thr}</td><td>{_num(c.get("seeds"))}</td>'
+            f'<td class="l">{html.escape(str(c.get("source", "")))}</td></tr>'
+        )
+    return f'<table class="claims"><thead><tr>{th}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+def _claims_block(claims: Sequence[dict[str, Any]]) -> str:
+    """The claims' verdicts: a summary line, the failed and undecided claims, then the
+    holding ones (collapsed)."""
+    n = {v: sum(1 for c in claims if c.get("verdict") == v) for v in VERDICTS}
+    parts = [
+        '<section id="claims"><h3>Claims</h3>',
+        f'<p class="claims-summary"><b>{len(claims)} claims:</b> '
+        f'{_verdict_badge("holds")} {n["holds"]} hold, {_verdict_badge("fails")} {n["fails"]} fail, '
+        f'{_verdict_badge("undecided")} {n["undecided"]} undecided</p>',
+        '<p class="meta">A claim holds when its whole 95% bootstrap interval over the seeds is on the '
+        "claim's side of the threshold, fails when it is wholly on the other side, and is undecided when "
+        "it straddles the threshold. A failed claim is a finding about the model, not an error.</p>",
+    ]
+    open_ = [c for c in claims if c.get("verdict") != "holds"]
+    open_.sort(key=lambda c: VERDICTS.index(c["verdict"]) if c.get("verdict") in VERDICTS else len(VERDICTS))
+    if open_:
+        parts.append(f"<h4>Failed and undecided ({len(open_)})</h4>")
+        parts.append(_claims_table(open_))
+    holding = [c for c in claims if c.get("verdict") == "holds"]
+    if holding:
+        parts.append(f"<details><summary>Holding claims ({len(holding)})</summary>"
+                     f"{_claims_table(holding)}</details>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _bar_data(er: Sequence[dict[str, Any]]) -> dict[str, list[Any]]:
+    """What a reproduction bar chart draws: the paper's and vcpulab's bars, and for each
+    simulated bar with a 95% interval the whisker (x index, ci_low, ci_high)."""
+    whiskers = []
+    for i, r in enumerate(er):
+        lo, hi = r.get("ci_low"), r.get("ci_high")
+        if lo is not None and hi is not None and r.get("sim") is not None:
+            whiskers.append((i, float(lo), float(hi)))
+    return {
+        "cases": [r["case"] for r in er],
+        "paper": [r["paper"] if r.get("paper") is not None else 0 for r in er],
+        "sim": [r["sim"] if r.get("sim") is not None else 0 for r in er],
+        "whiskers": whiskers,
+    }
+
+
 def _reproduce_section(out_dir: str) -> str:
     plt = _mpl()
     with open(os.path.join(out_dir, "reproduce.json"), encoding="utf-8") as f:
         doc = json.load(f)
-    rows, exps = (doc, []) if isinstance(doc, list) else (doc["rows"], doc.get("experiments", []))
+    if isinstance(doc, list):
+        rows, exps, claims = doc, [], None
+    else:
+        rows, exps, claims = doc["rows"], doc.get("experiments", []), doc.get("claims")
     by_id = {e["id"]: e for e in exps}
     order = list(dict.fromkeys(r["experiment"] for r in rows))
     parts = ["<h2>Reproductions: the paper's numbers beside vcpulab's</h2>"]
+    if claims is not None:
+        parts.append(_claims_block(claims))
     for exp_id in order:
         e = by_id.get(exp_id, {"id": exp_id, "title": exp_id})
         tol = e.get("tolerance")
         parts.append(f"<h3>{html.escape(exp_id)}: {html.escape(e.get('title', ''))}</h3>")
         if e.get("source"):
             parts.append(f'<p class="meta">source: {html.escape(e["source"])}</p>')
+        if claims:
+            mine = [c for c in claims if c.get("experiment") == exp_id]
+            if mine:
+                parts.append('<p class="meta">claims: ' + ", ".join(
+                    f'<code>{html.escape(str(c.get("claim", "")))}</code> {_verdict_badge(c.get("verdict", ""))}'
+                    for c in mine) + "</p>")
         exp_rows = [r for r in rows if r["experiment"] == exp_id]
         for metric in dict.fromkeys(r.get("metric", "") for r in exp_rows):  # one chart per metric
             er = [r for r in exp_rows if r.get("metric", "") == metric]
             unit = er[0].get("unit", "")
+            d = _bar_data(er)
             fig, ax = plt.subplots(figsize=(10, 4.2))
-            cases = [r["case"] for r in er]
-            xs = list(range(len(cases)))
-            ax.bar([x - 0.2 for x in xs], [r["paper"] if r["paper"] is not None else 0 for r in er], width=0.4,
-                   label="paper", color="#999999")
-            ax.bar([x + 0.2 for x in xs], [r["sim"] if r["sim"] is not None else 0 for r in er], width=0.4,
-                   label="vcpulab", color="#4C72B0")
+            xs = list(range(len(d["cases"])))
+            ax.bar([x - 0.2 for x in xs], d["paper"], width=0.4, label="paper", color="#999999")
+            ax.bar([x + 0.2 for x in xs], d["sim"], width=0.4, label="vcpulab", color="#4C72B0")
+            if d["whiskers"]:
+                wx = [i + 0.2 for i, _, _ in d["whiskers"]]
+                mid = [(lo + hi) / 2 for _, lo, hi in d["whiskers"]]
+                half = [(hi - lo) / 2 for _, lo, hi in d["whiskers"]]
+                ax.errorbar(wx, mid, yerr=half, fmt="none", ecolor="#1a1a1a", elinewidth=1.2, capsize=4,
+                            label="vcpulab 95% CI")
             ax.set_xticks(xs)
-            ax.set_xticklabels(cases, rotation=30, ha="right", fontsize=8)
+            ax.set_xticklabels(d["cases"], rotation=30, ha="right", fontsize=8)
             ax.set_title(f"{exp_id}: {metric}, paper vs vcpulab")
             ax.set_ylabel(f"{metric} ({unit})")
             ax.set_xlabel("case")
-            ax.legend(fontsize=8)
-            parts.append(_figure(fig, f"{len(er)} cases" + (f"; tolerance {100 * tol:g}%" if tol is not None else "")))
+            caption = f"{len(er)} cases"
+            if d["whiskers"]:
+                n_ci = len(d["whiskers"])
+                caption += ("; whiskers: 95% bootstrap CI of vcpulab's mean over seeds"
+                            + ("" if n_ci == len(er) else f" ({n_ci} of {len(er)} bars have one)"))
+            else:
+                caption += "; no confidence intervals in this reproduce.json"
+            if tol is not None:
+                caption += f"; tolerance {100 * tol:g}%"
+            parts.append(_figure(fig, caption, legend_below=True))
+            has_ci = any("ci_low" in r for r in er)
+            has_regimes = any(r.get("regimes") for r in er)
             trs = []
             for r in er:
                 ratio = r.get("ratio")
                 within = "" if tol is None or ratio is None else ("yes" if abs(ratio - 1) <= tol else "NO")
-                trs.append([r["case"], r["paper"], r["sim"], ratio, within])
-            parts.append(_table(["case", f"paper ({unit})", f"vcpulab ({unit})", "ratio", "within tolerance"], trs))
+                row = [r["case"], r["paper"], r["sim"]]
+                if has_ci:
+                    row += [r.get("ci_low"), r.get("ci_high"), r.get("seeds")]
+                row += [ratio, within]
+                if has_regimes:
+                    row.append((r.get("regimes") or {}).get("text", ""))
+                trs.append(row)
+            heads = ["case", f"paper ({unit})", f"vcpulab ({unit})"]
+            if has_ci:
+                heads += ["95% CI low", "95% CI high", "seeds"]
+            heads += ["ratio", "within tolerance"]
+            if has_regimes:
+                heads.append("regimes (seeds split)")
+            parts.append(_table(heads, trs))
     return "\n".join(parts)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import shutil
@@ -204,7 +205,11 @@ def test_report_pages_are_self_contained(report_dirs):
     assert "vm.web.latency_ms.p99 vs vm[1].vcpus" in sweep_page and "95% CI" in sweep_page
     assert "CPU share per VM" in (report_dirs["run"] / "report.html").read_text()
     assert "PLE exit streaks" in (report_dirs["ple"] / "report.html").read_text()
-    assert "paper vs vcpulab" in (report_dirs["reproduce"] / "report.html").read_text()
+    repro_page = (report_dirs["reproduce"] / "report.html").read_text()
+    assert "paper vs vcpulab" in repro_page
+    assert 'id="claims"' in repro_page and " claims:</b>" in repro_page
+    assert repro_page.index('id="claims"') < repro_page.index('<figure class="plot">')
+    assert "whiskers: 95% bootstrap CI" in repro_page
     res = run_cli("report", str(report_dirs["sweep"] / "runs"))
     assert res.returncode == 2 and "nothing to report" in res.stderr
 
@@ -230,3 +235,79 @@ def test_report_renders_in_headless_chromium(report_dirs, tmp_path):
         assert 'class="plot broken"' not in dom
         if shot is not None:
             assert shot.exists() and shot.stat().st_size > 20_000
+
+
+# ------------------------------------------------------- reproduce: claims and whiskers
+
+
+def _claim(exp, cid, verdict, value, lo, hi, thr):
+    return {"experiment": exp, "claim": cid, "text": f"text of {cid}", "source": "seed.md §4",
+            "premise": "the host is overcommitted", "verdict": verdict, "value": value, "ci_low": lo,
+            "ci_high": hi, "threshold": thr, "seeds": 10, "detail": f"a / b: {value} [{lo}, {hi}] > {thr}"}
+
+
+SYNTH_ROWS = [
+    {"experiment": "exp-a", "case": "base", "metric": "ops", "unit": "ops/s", "paper": 100.0, "sim": 90.0,
+     "ratio": 0.9, "seeds": 10, "ci_low": 80.0, "ci_high": 101.0, "regimes": None},
+    {"experiment": "exp-a", "case": "fix", "metric": "ops", "unit": "ops/s", "paper": 150.0, "sim": 170.0,
+     "ratio": 1.13, "seeds": 10, "ci_low": 160.0, "ci_high": 185.0,
+     "regimes": {"low_seeds": 4, "low_mean": 2500.0, "high_seeds": 6, "high_mean": 22000.0, "d": 5.1,
+                 "text": "4 of 10 seeds in a collapsed regime"}},
+    {"experiment": "exp-a", "case": "none", "metric": "ops", "unit": "ops/s", "paper": 120.0, "sim": 110.0,
+     "ratio": 0.92, "seeds": 10, "ci_low": None, "ci_high": None, "regimes": None},
+]
+SYNTH_CLAIMS = [
+    _claim("exp-a", "gain-holds", "holds", 1.9, 1.7, 2.1, 1.0),
+    _claim("exp-a", "gain-fails", "fails", 0.8, 0.7, 0.9, 1.0),
+    _claim("exp-a", "gain-undecided", "undecided", 1.02, 0.95, 1.1, 1.0),
+    _claim("exp-a", "order-holds", "holds", 0.2, 0.1, 0.3, 0.0),
+]
+
+
+def test_reproduce_report_leads_with_failed_and_undecided_claims(tmp_path):
+    from vcpulab import report
+
+    (tmp_path / "reproduce.json").write_text(json.dumps(
+        {"experiments": [{"id": "exp-a", "title": "A"}], "rows": SYNTH_ROWS, "claims": SYNTH_CLAIMS}))
+    page = report.render(str(tmp_path))
+    assert "4 claims:" in page and "2 hold" in page and "1 fail" in page and "1 undecided" in page
+    # the claims block comes before the first chart; failed, then undecided, then holding
+    pos = {c["claim"]: page.index(f"<code>{c['claim']}</code>") for c in SYNTH_CLAIMS}
+    assert pos["gain-fails"] < pos["gain-undecided"] < pos["gain-holds"] and pos["gain-undecided"] < pos["order-holds"]
+    assert pos["order-holds"] < page.index('<figure class="plot">')
+    assert page.index("<details>") < pos["gain-holds"]  # holding claims are collapsed
+    # every claim carries a visible verdict (text and a coloured class), with its interval and threshold
+    for c in SYNTH_CLAIMS:
+        row = re.search(rf'<tr class="v-row-{c["verdict"]}">(?:(?!</tr>).)*<code>{c["claim"]}</code>(?:(?!</tr>).)*</tr>',
+                        page)
+        assert row, c["claim"]
+        assert f'class="verdict v-{c["verdict"]}"' in row.group(0)
+        assert f"[{c['ci_low']:.4g}, {c['ci_high']:.4g}]" in row.group(0) and f"&gt; {c['threshold']:.4g}" in row.group(0)
+    assert ".v-fails" in page and ".v-undecided" in page  # the colours are in the page's own CSS
+    assert "4 of 10 seeds in a collapsed regime" in page
+    assert not re.search(r'(?:src|href)\s*=\s*["\']?(?:https?:)?//', page)
+
+
+def test_reproduce_bars_have_ci_whiskers(tmp_path):
+    from vcpulab import report
+
+    d = report._bar_data(SYNTH_ROWS)
+    assert d["sim"] == [90.0, 170.0, 110.0]
+    assert d["whiskers"] == [(0, 80.0, 101.0), (1, 160.0, 185.0)]  # the row without an interval has none
+    (tmp_path / "reproduce.json").write_text(json.dumps({"experiments": [], "rows": SYNTH_ROWS, "claims": []}))
+    page = report.render(str(tmp_path))
+    assert "whiskers: 95% bootstrap CI of vcpulab&#x27;s mean over seeds (2 of 3 bars have one)" in page
+    svg = base64.b64decode(re.search(r'src="data:image/svg\+xml;base64,([^"]+)"', page).group(1)).decode()
+    assert "vcpulab 95% CI" in svg  # the whiskers' legend entry is drawn
+
+
+def test_reproduce_report_reads_an_old_reproduce_json(tmp_path):
+    """Rows without ci/seeds fields and no "claims" (and the older bare list) still render."""
+    from vcpulab import report
+
+    old = [{k: r[k] for k in ("experiment", "case", "metric", "unit", "paper", "sim", "ratio")} for r in SYNTH_ROWS]
+    for doc in ({"experiments": [{"id": "exp-a", "title": "A", "tolerance": 0.15}], "rows": old}, old):
+        (tmp_path / "reproduce.json").write_text(json.dumps(doc))
+        page = report.render(str(tmp_path))
+        assert "paper vs vcpulab" in page and 'id="claims"' not in page
+        assert "no confidence intervals in this reproduce.json" in page
