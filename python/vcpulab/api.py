@@ -372,9 +372,8 @@ def _reproduce(
 
             def tick(done: int, total: int, base: int = base) -> None:
                 if bar is not None:
-                    bar.total = base + total
-                    bar.n = base + done
-                    bar.refresh()
+                    bar.total = base + total  # grows when seeds are added
+                    bar.update(base + done - bar.n)  # update() keeps the bar's delay
 
             if bar is not None:
                 bar.set_description(e["id"], refresh=False)
