@@ -31,5 +31,5 @@ shape() { # name file short long
 
 shape rr-p64    benches/rr-overcommit/p64-v512.toml 1s 2s
 shape eevdf-p24 benches/ple/eevdf-p24.toml 20ms 40ms
-shape credit-p32 benches/xen/credit-p32.toml 200ms 400ms
-shape flms-p32  benches/xen/flms-p32.toml 200ms 400ms
+shape credit-p32 benches/xen/credit-p32.toml 2s 4s
+shape flms-p32  benches/xen/flms-p32.toml 2s 4s
