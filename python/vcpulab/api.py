@@ -71,6 +71,7 @@ def _json_key_path(value: Any, path: str = "", enclosing: Optional[set[int]] = N
 def _json_container_problem(value: Any, path: str, where: str, enclosing: set[int]) -> Optional[tuple[str, str]]:
     if isinstance(value, Mapping):
         for k, v in value.items():
+            k = _numpy_value(k)
             if not isinstance(k, _JSON_KEY_TYPES) or (isinstance(k, float) and not math.isfinite(k)):
                 return where, f"key {k!r} cannot be sent as JSON; use a string"
             found = _json_key_path(v, f"{path}.{k}" if path else str(k), enclosing)
@@ -84,7 +85,57 @@ def _json_container_problem(value: Any, path: str, where: str, enclosing: set[in
     return None
 
 
+def _numpy_value(value: Any) -> Any:
+    """A numpy scalar (int64, float32, bool_, ...) or array as the plain Python value
+    (``.item()``, ``.tolist()``): a scenario built from DataFrame rows holds them. Anything
+    else is returned as it is. numpy is not imported: if it is not loaded, no value is
+    one of its."""
+    import sys
+
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(value, (np.generic, np.ndarray)):
+        return value.tolist() if isinstance(value, np.ndarray) else value.item()
+    return value
+
+
+def to_json(value: Any, **kw: Any) -> str:
+    """``json.dumps(value, allow_nan=False)`` that also takes numpy integers, floats, bools
+    and arrays (0-d or not), as their ``.item()``/``.tolist()``: how a dict scenario, and
+    the scenarios a sweep or a comparison edits, are sent to the core."""
+    return json.dumps(_plain(value), allow_nan=False, **kw)
+
+
+def _plain(value: Any, enclosing: Optional[set[int]] = None) -> Any:
+    """``value`` with numpy values (and numpy dict keys) replaced by plain Python ones.
+    Containers are copied only when something in them changes; a circular one is left
+    for json to report."""
+    import sys
+
+    if sys.modules.get("numpy") is None:
+        return value
+    if isinstance(value, (Mapping, list, tuple)):
+        enclosing = set() if enclosing is None else enclosing
+        if id(value) in enclosing:
+            return value
+        enclosing.add(id(value))
+        try:
+            if isinstance(value, Mapping):
+                pairs = list(value.items())
+                items = [(_numpy_value(k), _plain(v, enclosing)) for k, v in pairs]
+                if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, pairs)):
+                    return value
+                return dict(items)
+            elems = [_plain(v, enclosing) for v in value]
+            return value if all(a is b for a, b in zip(elems, value)) else elems
+        finally:
+            enclosing.discard(id(value))
+    return _numpy_value(value)
+
+
 def _json_scalar_problem(value: Any, where: str) -> Optional[tuple[str, str]]:
+    value = _numpy_value(value)
+    if isinstance(value, (list, dict)):
+        return _json_key_path(value, "" if where == "(top level)" else where)
     if isinstance(value, float) and not math.isfinite(value):
         return where, f"{value} is not a finite number"
     if value is None or isinstance(value, (str, int, float)):
@@ -97,7 +148,7 @@ def _scenario_text(scenario: ScenarioLike) -> tuple[str, str, str]:
     """(text, origin, format) of a scenario given as a path or a dict."""
     if isinstance(scenario, Mapping):
         try:
-            text = json.dumps(scenario, allow_nan=False)
+            text = to_json(scenario)
         except (TypeError, ValueError) as e:
             found = _json_key_path(scenario)
             if found:
@@ -149,6 +200,27 @@ def _flatten_into(row: dict[str, Any], prefix: str, value: Mapping[str, Any]) ->
             row[f"{prefix}_{sub}"] = v
 
 
+# Columns of the frames that hold text (or null): every other column is numeric.
+_TEXT_COLUMNS = frozenset({"name", "vm", "helper", "kind", "throughput_unit"})
+
+
+def _frame(rows: list[dict[str, Any]]) -> "pd.DataFrame":
+    """A DataFrame of summary rows whose numeric columns are numeric even when the
+    summary has null for them in every row (``boost_to_run_mean_ms`` without ``[kvm]``,
+    a VM's ``throughput`` without workloads, ``jobs`` of workload host threads): float
+    with NaN, not ``object`` columns of None."""
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    for c in df.columns:
+        if c in _TEXT_COLUMNS or df[c].dtype != object:
+            continue
+        values = df[c].dropna()
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            df[c] = df[c].astype("float64")
+    return df
+
+
 class Result:
     """The outcome of one simulation run.
 
@@ -185,16 +257,12 @@ class Result:
     def vms(self) -> "pd.DataFrame":
         """One row per VM: name, vcpu_count, weight, cpu_time_s, cpu_share, wait/halted/spin
         times, throughput (+unit) and latency_count / latency_{mean,p50,p90,p99,max}_ms."""
-        import pandas as pd
-
         rows = [_flatten(vm, skip=("vcpus", "workloads")) for vm in self.summary["vms"]]
-        return pd.DataFrame(rows)
+        return _frame(rows)
 
     def host_threads(self) -> "pd.DataFrame":
         """One row per ``[[host_thread]]``: name, vm, helper, cpu/wait time, migrations_*,
         jobs and job_latency_{count,mean,p50,p90,p99,max}_ms (empty without host threads)."""
-        import pandas as pd
-
         rows = []
         for h in self.summary.get("host_threads", []):
             row = _flatten({k: v for k, v in h.items() if k != "job_latency_ms"})
@@ -206,7 +274,7 @@ class Result:
                 else:
                     row[f"job_latency_{k}_ms"] = float("nan") if v is None else v
             rows.append(row)
-        return pd.DataFrame(rows)
+        return _frame(rows)
 
     def vcpus(self) -> "pd.DataFrame":
         """One row per vCPU: vm, index, times, dispatches, preemptions, halts,
@@ -214,24 +282,20 @@ class Result:
         columns (ple_exits, yield_attempts, yield_successes, ple_streaks,
         ple_streak_median, ple_streak_max, boost_to_run_mean_ms, boost_to_run_max_ms) and
         the paravirtual-spinlock counters pv_waits and pv_kicks."""
-        import pandas as pd
-
         rows = [
             {"vm": vm["name"], **_flatten(v)} for vm in self.summary["vms"] for v in vm["vcpus"]
         ]
-        return pd.DataFrame(rows)
+        return _frame(rows)
 
     def workloads(self) -> "pd.DataFrame":
         """One row per workload: vm, workload (index in the VM), kind, threads, completed,
         throughput (+unit) and latency columns as in :meth:`vms`."""
-        import pandas as pd
-
         rows = [
             {"vm": vm["name"], "workload": i, **_flatten(w)}
             for vm in self.summary["vms"]
             for i, w in enumerate(vm["workloads"])
         ]
-        return pd.DataFrame(rows)
+        return _frame(rows)
 
     def host(self) -> dict[str, Any]:
         """The host section of the summary."""

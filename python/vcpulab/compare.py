@@ -15,6 +15,7 @@ from typing import Any, Optional
 
 from . import keypath, stats
 from ._native import ScenarioError
+from .api import to_json
 from .sweep import flatten_summary, load_toml, run_local
 
 DEFAULT_METRICS = (
@@ -79,7 +80,7 @@ def compare(
                     raise ScenarioError(f"{scenario}: --{label} {key}: {e}") from None
             doc["seed"] = seed
             run_id = f"{label}-{seed}"
-            text = json.dumps(doc, allow_nan=False)
+            text = to_json(doc)
             tasks.append((run_id, {"variant": label, "seed": seed}, text, f"{scenario} (--{label})"))
     # Fail fast on invalid edits, naming the variant.
     from . import _native
@@ -126,6 +127,20 @@ def compare(
     return {"scenario": scenario, "a": list(a), "b": list(b), "seeds": list(seeds), "metrics": out}
 
 
+def _seeds_text(seeds: Sequence[int]) -> str:
+    """``10 seeds each (1..10)``, ``1 seed each (seed 1)``, ``3 seeds each (2, 5, 9)``."""
+    seeds = list(seeds)
+    if not seeds:
+        return "no seeds"
+    if len(seeds) == 1:
+        return f"1 seed each (seed {seeds[0]})"
+    if seeds == list(range(seeds[0], seeds[0] + len(seeds))):
+        which = f"{seeds[0]}..{seeds[-1]}"
+    else:
+        which = ", ".join(str(s) for s in seeds)
+    return f"{len(seeds)} seeds each ({which})"
+
+
 def format_table(res: Mapping[str, Any]) -> str:
     from ._format import table
 
@@ -151,7 +166,7 @@ def format_table(res: Mapping[str, Any]) -> str:
         rows.append([r["metric"], est(r["a"]), est(r["b"]), diff, "-" if rel != rel else f"{100 * rel:+.1f}%", "*" if sig else ""])
     head = (
         f"A: {' '.join(res['a'])}\nB: {' '.join(res['b'])}\n"
-        f"{len(res['seeds'])} seeds each ({res['seeds'][0]}..{res['seeds'][-1]}); mean ± 95% CI half-width; "
+        f"{_seeds_text(res['seeds'])}; mean ± 95% CI half-width; "
         "B-A: paired mean difference [95% CI]; * = CI excludes 0\n\n"
     )
     return head + table(["metric", "A", "B", "B-A [95% CI]", "change", ""], rows, right=[False, True, True, True, True, False])

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any, Optional, Union
 
 from ._native import ScenarioError, SimulationError
+from .api import _plain
 
 KvmScenarioLike = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 
@@ -124,7 +125,7 @@ def cpu_list(s: Any, ctx: _Ctx, path: str) -> list[int]:
 def load(scenario: KvmScenarioLike) -> tuple[dict[str, Any], str]:
     """(the scenario as a dict, its origin for messages)."""
     if isinstance(scenario, Mapping):
-        return dict(scenario), "<dict>"
+        return dict(_plain(scenario)), "<dict>"
     path = os.fspath(scenario)
     with open(path, "rb") as f:
         data = f.read()

@@ -14,6 +14,7 @@ import json
 import math
 import os
 import re
+import textwrap
 from collections.abc import Sequence
 from typing import Any, Optional
 
@@ -102,7 +103,7 @@ def _figure(fig: Any, caption: str = "", legend_below: bool = False) -> str:
     fig.savefig(buf, format="svg", metadata={"Date": None})
     plt.close(fig)
     data = base64.b64encode(buf.getvalue().encode("utf-8")).decode("ascii")
-    title = fig.axes[0].get_title() if fig.axes else ""
+    title = fig.axes[0].get_title().replace("\n", " ") if fig.axes else ""
     cap = f"<figcaption>{html.escape(caption)}</figcaption>" if caption else ""
     return (
         f'<figure class="plot"><img alt="{html.escape(title)}" src="data:image/svg+xml;base64,{data}">{cap}</figure>'
@@ -146,10 +147,100 @@ def unit_of(metric: str, df: Any = None) -> str:
 
 
 def _label(metric: str, df: Any = None) -> str:
-    return f"{metric} ({unit_of(metric, df)})"
+    name, unit = describe_column(metric, df)
+    return f"{name} ({unit})" if unit else name
+
+
+# Words for the leaves of the summary's column paths (runs.parquet), and for scenario keys.
+_LATENCY_WORDS = {"mean": "mean", "p50": "median (p50)", "p90": "p90", "p99": "p99", "max": "max"}
+_VM_LEAVES = {
+    "cpu_share": "CPU share",
+    "cpu_time_s": "CPU time",
+    "wait_time_s": "wait (steal) time",
+    "halted_time_s": "halted time",
+    "spin_time_s": "spin time",
+    "throughput": "throughput",
+    "vcpu_count": "vCPUs",
+    "weight": "weight",
+    "ple.exits": "PLE exits",
+    "ple.yield_attempts": "directed-yield attempts",
+    "ple.yield_successes": "directed-yield successes",
+    "ple.streaks.count": "PLE streaks",
+    "ple.streaks.median": "median PLE streak",
+    "ple.streaks.max": "longest PLE streak",
+    "ple.streaks.ge53_frac": "share of PLE exits in streaks of 53+",
+    "ft.syncs": "fault-tolerance syncs",
+    "ft.paused_time_s": "time stopped for fault-tolerance syncs",
+}
+_OTHER_COLUMNS = {
+    "host.utilization": ("host CPU utilization", "fraction of host CPU"),
+    "host.busy_time_s": ("host busy time", "s"),
+    "host.idle_time_s": ("host idle time", "s"),
+    "host.overhead_time_s": ("host switch and migration overhead", "s"),
+    "host.context_switches": ("context switches", "count"),
+    "host.pcpus": ("pCPUs", "count"),
+    "fairness.jain_vm": ("Jain fairness over VMs", "1 = fair"),
+    "events": ("simulated events", "count"),
+    "seed": ("seed", ""),
+    "scheduler.name": ("scheduler", ""),
+}
+_KEY_WORDS = {"vcpus": "vCPUs", "vm": "VM", "pcpus": "pCPUs", "numa_nodes": "NUMA nodes", "smt_sibling": "SMT-sibling",
+              "ple_window": "PLE window", "ple_gap": "PLE gap", "kvm": "KVM"}
+
+
+def _words(key: str) -> str:
+    return _KEY_WORDS.get(key, key.replace("_", " "))
+
+
+def describe_column(col: str, df: Any = None) -> tuple[str, str]:
+    """(human name, unit) of a sweep column: a summary metric (``vm.web.latency_ms.p99``
+    -> ("p99 latency of VM web", "ms")) or an axis's scenario key path (``vm[1].vcpus``
+    -> ("vCPUs of vm[1]", ""), ``scheduler.name`` -> ("scheduler", "")). The unit is ""
+    where there is none to give (axes, seeds)."""
+    if col in _OTHER_COLUMNS:
+        return _OTHER_COLUMNS[col]
+    m = re.fullmatch(r"vm\.(.+?)\.(latency_ms|ple\.boost_to_run_ms)\.(count|mean|p50|p90|p99|max)", col)
+    if m:
+        vm, what, q = m.groups()
+        thing = "latency" if what == "latency_ms" else "boost-to-run time"
+        if q == "count":
+            return (f"requests completed by VM {vm}" if what == "latency_ms" else f"boosts of VM {vm}"), "count"
+        return f"{_LATENCY_WORDS[q]} {thing} of VM {vm}", "ms"
+    m = re.fullmatch(r"vm\.(.+)\.(" + "|".join(re.escape(k) for k in _VM_LEAVES) + ")", col)
+    if m:
+        vm, leaf = m.groups()
+        unit = unit_of(col, df)
+        if leaf.startswith("ple.streaks.") and leaf != "ple.streaks.count":
+            unit = "fraction of PLE exits" if leaf.endswith("ge53_frac") else "PLE exits"
+        return f"{_VM_LEAVES[leaf]} of VM {vm}", unit
+    m = re.fullmatch(r"host\.migrations\.(\w+)", col)
+    if m:
+        kind = m.group(1)
+        if kind == "cross_socket_share":
+            return "share of migrations leaving their socket", "fraction"
+        return ("vCPU migrations" if kind == "total" else f"{_words(kind)} migrations"), "count"
+    if col.startswith("scheduler.params."):
+        return f"scheduler parameter {col[len('scheduler.params.'):]}", ""
+    if col.startswith(("vm.", "fairness.")):  # another summary figure: its path in words
+        head, _, rest = col.partition(".")
+        if head == "vm" and "." in rest:
+            vm, _, rest = rest.partition(".")
+            return f"{' '.join(_words(p) for p in rest.split('.'))} of VM {vm}", unit_of(col, df)
+        return f"{head} {' '.join(_words(p) for p in rest.split('.'))}", unit_of(col, df)
+    # An axis: a scenario key path such as vm[1].workload[0].threads or host.cores_per_socket.
+    parts = col.split(".")
+    leaf = _words(parts[-1])
+    owner = ".".join(parts[:-1])
+    if not owner or owner in ("host", "scheduler"):
+        return leaf, ""
+    return f"{leaf} of {owner}", ""
 
 
 # --------------------------------------------------------------------------- sweep
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def _is_numeric(series: Any) -> bool:
@@ -182,16 +273,18 @@ def _sweep_section(out_dir: str) -> str:
     failed = df[df["status"] != "ok"]
     name = manifest.get("name") or os.path.basename(os.path.abspath(out_dir))
     parts = [f"<h2>Sweep: {html.escape(str(name))}</h2>"]
-    axes_desc = ", ".join(f"<code>{html.escape(c)}</code> ({df[c].nunique()} values)" for c in columns)
-    parts.append(
-        f'<p class="meta">{len(df)} runs ({len(ok)} ok, {len(failed)} failed'
+    axes_desc = ", ".join(f"<code>{html.escape(c)}</code> ({_count(df[c].nunique(), 'value')})" for c in columns)
+    meta = (
+        f'<p class="meta">{_count(len(df), "run")} ({len(ok)} ok, {len(failed)} failed'
         + (f", {manifest['runs'] - len(df)} not run yet" if manifest.get("runs", len(df)) > len(df) else "")
-        + f"); axes: {axes_desc}. Points are means over seeds; bands are 95% confidence intervals (Student t).</p>"
+        + f"); axes: {axes_desc}.{{how}}</p>"
     )
+    parts.append(meta)  # completed below, once the plots' kind is known
     if len(failed):
         rows = [[r["run_id"], ", ".join(f"{c}={r[c]}" for c in columns), r["error"]] for _, r in failed.head(20).iterrows()]
         parts.append("<h3>Failed runs</h3>" + _table(["run", "axes", "error"], rows, left=3))
     if ok.empty:
+        parts[1] = meta.replace("{how}", "")
         parts.append("<p>No successful runs to plot.</p>")
         return "\n".join(parts)
 
@@ -212,6 +305,13 @@ def _sweep_section(out_dir: str) -> str:
     agg = stats.aggregate(ok, by, metrics)
     nseeds = int(ok.groupby(by).size().max()) if by else len(ok)
     plots = []
+    if x is None:
+        how = " Means over seeds with their 95% confidence intervals (Student t)."
+    elif _is_numeric(ok[x]):
+        how = " Points are means over seeds; the shaded bands around the lines are 95% confidence intervals (Student t)."
+    else:
+        how = " Bars are means over seeds; their error bars are 95% confidence intervals (Student t)."
+    parts[1] = meta.replace("{how}", how)
     if x is None:
         rows = []
         for m in metrics:
@@ -264,7 +364,7 @@ def _line_plot(agg: Any, ok: Any, x: str, hue: list[str], metric: str, nseeds: i
         if len(hue) == 1:
             label = str(key[0])
         else:
-            label = ", ".join(f"{h}={k}" for h, k in zip(hue, key)) if hue else "all runs"
+            label = ", ".join(f"{describe_column(h)[0]}={k}" for h, k in zip(hue, key)) if hue else "all runs"
         mean = g[f"{metric}.mean"].astype(float)
         lo, hi = g[f"{metric}.ci_lo"].astype(float), g[f"{metric}.ci_hi"].astype(float)
         if numeric_x:
@@ -279,12 +379,16 @@ def _line_plot(agg: Any, ok: Any, x: str, hue: list[str], metric: str, nseeds: i
     if not numeric_x:
         ax.set_xticks(range(len(cats)))
         ax.set_xticklabels([str(c) for c in cats])
-    ax.set_title(f"{metric} vs {x}")
-    ax.set_xlabel(x)
-    ax.set_ylabel(_label(metric, ok))
-    ax.legend(title=", ".join(hue) if hue else None, fontsize=8, title_fontsize=8)
-    how = "shaded: 95% CI" if numeric_x else "error bars: 95% CI"
-    return _figure(fig, f"mean of up to {nseeds} seeds per point; {how}")
+    name, unit = describe_column(metric, ok)
+    x_name = describe_column(x, ok)[0]
+    # Long names wrap rather than run off the figure.
+    ax.set_title(textwrap.fill(f"{name}{f' ({unit})' if unit else ''} {'vs' if numeric_x else 'by'} {x_name}", 70))
+    ax.set_xlabel(_label(x, ok))
+    ax.set_ylabel(textwrap.fill(_label(metric, ok), 40))
+    ax.legend(title=", ".join(describe_column(h, ok)[0] for h in hue) if hue else None, fontsize=8, title_fontsize=8)
+    how = "bands: 95% CI" if numeric_x else "error bars: 95% CI"
+    what = "point" if numeric_x else "bar"
+    return _figure(fig, f"mean of up to {_count(nseeds, 'seed')} per {what}; {how}; column {metric}")
 
 
 # ----------------------------------------------------------------------------- run

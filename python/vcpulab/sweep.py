@@ -37,6 +37,7 @@ from typing import Any, Callable, Optional
 from . import _native, keypath
 from ._files import atomic_write, atomic_write_text
 from ._native import ScenarioError
+from .api import to_json
 
 SWEEP_KEYS = ("name", "description", "base", "set", "axes", "zip")
 RUNS_DIR = "runs"
@@ -272,7 +273,7 @@ def check(sweep: Sweep, runs: Optional[list[Run]] = None) -> None:
         try:
             # force: a point estimated over the run-length limit is not a bad sweep file; it
             # is refused when it runs and recorded as a failed run, like any run error.
-            _native.validate_text(json.dumps(scenario, allow_nan=False), sweep.path, "json", True)
+            _native.validate_text(to_json(scenario), sweep.path, "json", True)
         except ScenarioError as e:
             raise ScenarioError(_blame(sweep, run.assign, str(e))) from None
         except (TypeError, ValueError) as e:
@@ -617,7 +618,7 @@ def run_sweep(
         if rec is not None and rec["status"] == "ok":
             skipped += 1
             continue
-        text = json.dumps(sweep.scenario(run.assign), allow_nan=False)
+        text = to_json(sweep.scenario(run.assign))
         origin = f"{sweep_path} run {run.run_id}"
         todo.append((run.run_id, run.assign, text, origin))
 

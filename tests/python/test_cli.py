@@ -161,12 +161,15 @@ def test_run_out_unwritable_is_an_error(program_toml: Path, tmp_path: Path):
 
 
 def test_a_write_error_names_the_users_path_not_a_temporary_file(program_toml: Path, tmp_path: Path):
-    target = tmp_path / "missing-dir" / "t.json"
+    # A missing folder is created (issue 30, defect 4); a file where the folder should be
+    # is an error that names the trace file.
+    (tmp_path / "not-a-dir").write_text("x")
+    target = tmp_path / "not-a-dir" / "t.json"
     for args in (["run", str(program_toml), "--trace", str(target)],
                  ["trace", str(program_toml), "--out", str(target)]):
         p = run_cli(*args)
         assert p.returncode == 2, (args, p.stderr)
-        assert p.stderr.strip() == f"vcpulab: error: {target}: No such file or directory", p.stderr
+        assert p.stderr.strip() == f"vcpulab: error: {target}: Not a directory", p.stderr
     # A failure after the temporary file was written (here: the target is a folder).
     (tmp_path / "o" / "summary.json").mkdir(parents=True)
     p = run_cli("run", str(program_toml), "--out", str(tmp_path / "o"))

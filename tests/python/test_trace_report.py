@@ -202,7 +202,7 @@ def test_report_pages_are_self_contained(report_dirs):
         assert not re.search(r'(?:src|href)\s*=\s*["\']?(?:https?:)?//', page), kind
         assert page.count('src="data:image/svg+xml;base64,') == figures
     sweep_page = (report_dirs["sweep"] / "report.html").read_text()
-    assert "vm.web.latency_ms.p99 vs vm[1].vcpus" in sweep_page and "95% CI" in sweep_page
+    assert "p99 latency of VM web (ms) vs vCPUs of vm[1]" in sweep_page and "95% CI" in sweep_page
     assert "CPU share per VM" in (report_dirs["run"] / "report.html").read_text()
     assert "PLE exit streaks" in (report_dirs["ple"] / "report.html").read_text()
     repro_page = (report_dirs["reproduce"] / "report.html").read_text()

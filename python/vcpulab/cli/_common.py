@@ -87,6 +87,14 @@ def write_trace(tr: Any, path: str) -> str:
     """Saves a trace (``run --trace``, ``trace --out``); returns the line that says so."""
     from ..tracing import describe
 
+    # As --out does for its folder: the trace's folder is created if missing
+    # (`run --out out_a --trace out_a/trace.json`).
+    parent = os.path.dirname(path)
+    if parent:
+        try:
+            os.makedirs(parent, exist_ok=True)
+        except OSError:
+            pass  # e.g. a file in the way: the write below fails and names the trace file
     tr.save(path)
     d = describe(tr.events())
     inst = ", ".join(f"{n} {k}" for k, n in sorted(d["instants"].items())) or "none"

@@ -10,7 +10,7 @@ from ._common import EXIT_OK, RAW, err
 
 REPORT_EPILOG = """\
 examples:
-  vcpulab report results/                 a sweep: metric-vs-axis plots with 95% CI bands
+  vcpulab report results/                 a sweep: metric-vs-axis plots with 95% CIs
   vcpulab run s.toml --out one/ && vcpulab report one/      a single run
   vcpulab reproduce --all --out repro/ && vcpulab report repro/   paper vs vcpulab
 
@@ -35,7 +35,20 @@ def cmd_report(args: argparse.Namespace) -> int:
     path = write_report(args.dir, args.output)
     err(f"vcpulab: wrote {path}")
     if args.open:
+        import pathlib
         import webbrowser
 
-        webbrowser.open("file://" + os.path.abspath(path))
+        url = pathlib.Path(os.path.abspath(path)).as_uri()
+        try:
+            opened = webbrowser.open(url)
+        except webbrowser.Error:
+            opened = False
+        if not opened:
+            # Without a display or a configured browser, webbrowser.open does nothing and
+            # says so only by returning False: tell the user where the page is.
+            why = ""
+            if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or os.environ.get("BROWSER")):
+                why = " (no display, and $BROWSER is not set)"
+            err(f"vcpulab: no web browser could be opened{why}; the report is {os.path.abspath(path)} "
+                f"(open {url} in a browser)")
     return EXIT_OK

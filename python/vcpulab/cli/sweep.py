@@ -60,9 +60,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         err(f"vcpulab: the finished runs are recorded in {args.out or default_out(args.sweep)}/runs/; "
             "continue with --resume")
         raise
+    from .._format import plural
+
     rate = f" ({result.ran / result.elapsed_s:.0f} runs/s)" if result.ran and result.elapsed_s > 0 else ""
     out(
-        f"sweep: {result.total} runs: {result.ran} ran, {result.skipped} skipped (already done), "
+        f"sweep: {plural(result.total, 'run')}: {result.ran} ran, {result.skipped} skipped (already done), "
         f"{len(result.failed)} failed; {result.elapsed_s:.1f} s{rate}; engine {args.engine}; "
         f"results in {result.out_dir}/ (runs.parquet, vms.parquet)"
     )
@@ -70,5 +72,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         axes = ", ".join(f"{k}={json.dumps(v)}" for k, v in rec["axes"].items())
         err(f"failed {rec['run_id']} ({axes}): {rec['error']}")
     if len(result.failed) > 20:
-        err(f"... and {len(result.failed) - 20} more failed runs (status = 'failed' in runs.parquet)")
+        more = len(result.failed) - 20
+        err(f"... and {more} more failed {'run' if more == 1 else 'runs'} (status = 'failed' in runs.parquet)")
     return EXIT_SIM_FAILED if result.failed else EXIT_OK
