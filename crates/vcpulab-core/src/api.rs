@@ -413,6 +413,32 @@ pub fn estimate_events(sc: &Scenario) -> f64 {
     estimate_parts(sc).total()
 }
 
+/// How long `events` take at the engine's 5-10 M events/s, e.g. "about 1.4-2.8 hours".
+fn wall_time_at_engine_speed(events: f64) -> String {
+    let (lo, hi) = (events / 10e6, events / 5e6); // seconds
+    let (unit, div) = if hi < 120.0 {
+        ("seconds", 1.0)
+    } else if hi < 2.0 * 3600.0 {
+        ("minutes", 60.0)
+    } else if hi < 72.0 * 3600.0 {
+        ("hours", 3600.0)
+    } else if hi < 2.0 * 365.0 * 86400.0 {
+        ("days", 86400.0)
+    } else {
+        ("years", 365.0 * 86400.0)
+    };
+    // Two significant figures, no exponent: "1.4", "28", "5600".
+    let fmt = |x: f64| {
+        let x = x / div;
+        if x >= 10.0 {
+            format!("{:.0}", x)
+        } else {
+            format!("{:.1}", x)
+        }
+    };
+    format!("about {}-{} {unit}", fmt(lo), fmt(hi))
+}
+
 /// Refuses scenarios estimated to exceed `MAX_ESTIMATED_EVENTS` (what `run` does unless
 /// forced; `validate` gives the same verdict).
 pub fn check_size(sc: &Scenario) -> Result<(), Error> {
@@ -425,10 +451,13 @@ pub fn check_size(sc: &Scenario) -> Result<(), Error> {
         &sc.origin,
         "",
         format!(
-            "this run is estimated at {total:.2e} events (limit {MAX_ESTIMATED_EVENTS:.0e}, about 1-3 hours at \
-             5-10 M events/s); most come from {}: {:.2e} guest operations, {:.2e} scheduler events, {:.2e} request \
-             arrivals. Shorten duration, lengthen the scheduler's time parameters or use fewer threads, or run it \
-             anyway with --force (`vcpulab run --force`, `vcpulab validate --force`; Python: force=True)",
+            "this run is estimated at {total:.2e} events, {} at 5-10 M events/s (the limit is \
+             {MAX_ESTIMATED_EVENTS:.0e} events, {}); most come from {}: {:.2e} guest operations, {:.2e} scheduler \
+             events, {:.2e} request arrivals. Shorten duration, lengthen the scheduler's time parameters or use \
+             fewer threads, or run it anyway with --force (`vcpulab run --force`, `vcpulab validate --force`; \
+             Python: force=True)",
+            wall_time_at_engine_speed(total),
+            wall_time_at_engine_speed(MAX_ESTIMATED_EVENTS),
             est.dominant(),
             est.guest_ops,
             est.scheduler,

@@ -109,6 +109,27 @@ pub const KVM_KEYS: &[&str] = &[
     "features",
 ];
 
+/// "5.3" .. "5.<n>" (n >= 3) or "6.<n>": the versions the 5.3+ handler models.
+fn is_v5_3_or_later(v: &str) -> bool {
+    let Some((major, minor)) = v.split_once('.') else {
+        return false;
+    };
+    let digits = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 4
+            && s.bytes().all(|b| b.is_ascii_digit())
+            && !(s.len() > 1 && s.starts_with('0'))
+    };
+    if !digits(minor) {
+        return false;
+    }
+    match major {
+        "5" => minor.parse::<u32>().is_ok_and(|m| m >= 3),
+        "6" => true,
+        _ => false,
+    }
+}
+
 pub fn parse_kvm(t: &Table) -> Res<KvmSpec> {
     let mut k = KvmSpec::default();
     match t.opt_str("vendor")? {
@@ -124,7 +145,7 @@ pub fn parse_kvm(t: &Table) -> Res<KvmSpec> {
     match t.opt_str("version")? {
         None => {}
         Some("4.15") => k.version = KvmVersion::V4_15,
-        Some(v) if v.starts_with('5') || v.starts_with('6') => k.version = KvmVersion::V5_3,
+        Some(v) if is_v5_3_or_later(v) => k.version = KvmVersion::V5_3,
         Some(o) => {
             return t.err("version", format!("unknown KVM version {o:?}; allowed: \"4.15\" (the papers' host), or \"5.3\" .. \"6.x\""))
         }

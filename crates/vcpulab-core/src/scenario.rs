@@ -195,7 +195,14 @@ pub struct VmSpec {
 impl Scenario {
     pub fn from_toml_str(text: &str, origin: &str) -> Res<Scenario> {
         let v = parse_toml(origin, text)?;
-        Scenario::from_value(&v, origin)
+        Scenario::from_value(&v, origin).map_err(|mut e| {
+            if looks_like_kvm_harness_file(&v) {
+                e.message.push_str(&format!(
+                    "; this looks like a real-KVM harness file: run it with `vcpulab kvm run {origin}`"
+                ));
+            }
+            e
+        })
     }
 
     pub fn from_json_str(text: &str, origin: &str) -> Res<Scenario> {
@@ -564,7 +571,25 @@ fn parse_host_thread(
                         | workload::Op::ForwardPacket { .. }
                 )
             }) {
-                return w.err(format!("host threads run compute, sleep, io and netback operations only; {bad:?} needs a guest"));
+                const ONLY: &str =
+                    "host threads run compute, sleep, io and netback operations only";
+                // Name the op as the user wrote it, at its key path.
+                if spec.kind == "program" {
+                    for item in w.table()?.req("ops")?.array()? {
+                        let op = item.table()?.req("op")?.str()?;
+                        if !matches!(op, "compute" | "sleep" | "io") {
+                            return item.err(format!("op = {op:?} needs a guest; {ONLY}"));
+                        }
+                    }
+                }
+                return w.table()?.err(
+                    "kind",
+                    format!(
+                        "the {:?} workload runs {} operations, which need a guest; {ONLY}",
+                        spec.kind,
+                        bad.name()
+                    ),
+                );
             }
             if spec.arrivals.is_some() {
                 return w.err("host threads take no arrivals");
@@ -605,6 +630,32 @@ fn parse_host_thread(
         weight,
         body,
     })
+}
+
+/// A `vcpulab kvm run` file (scenarios/kvm/, python/vcpulab/kvm.py): harness options in
+/// `[kvm]` (repetitions, mode, timeout, waker, cgroups, a `ple` table), `[[vm.vcpu_policy]]`,
+/// or VMs with neither `[host]` nor `[scheduler]` (the real host is both).
+pub(crate) fn looks_like_kvm_harness_file(v: &toml::Value) -> bool {
+    let Some(root) = v.as_table() else {
+        return false;
+    };
+    if let Some(kvm) = root.get("kvm").and_then(|k| k.as_table()) {
+        if ["repetitions", "mode", "timeout", "waker", "cgroup"]
+            .iter()
+            .any(|k| kvm.contains_key(*k))
+            || kvm.get("ple").is_some_and(|p| p.is_table())
+        {
+            return true;
+        }
+    }
+    let vms = root.get("vm").and_then(|v| v.as_array());
+    if vms.is_some_and(|vms| {
+        vms.iter()
+            .any(|vm| vm.as_table().is_some_and(|t| t.contains_key("vcpu_policy")))
+    }) {
+        return true;
+    }
+    vms.is_some() && !root.contains_key("host") && !root.contains_key("scheduler")
 }
 
 fn parse_affinity(o: &Owned, ncpus: usize) -> Res<CpuSet> {

@@ -165,6 +165,22 @@ pub enum Op {
 }
 
 impl Op {
+    /// The op's name in user terms (a program's `op = "..."`, or what a preset does).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Compute { .. } => "compute",
+            Op::Lock { .. } => "lock",
+            Op::Ipi { .. } => "ipi",
+            Op::Io { .. } => "io",
+            Op::Sleep { .. } => "sleep",
+            Op::WaitRequest => "wait_request",
+            Op::Respond => "respond",
+            Op::WaitPacket => "packet wait",
+            Op::ForwardPacket { .. } => "packet forwarding",
+            Op::LookbusySpin { .. } => "lookbusy busy-loop",
+        }
+    }
+
     /// A synchronous request the thread waits for (window 1, not writeback): every `io`
     /// op of a scenario and the presets' reads.
     pub fn blocking_io(latency: Dist, write_bytes: u64) -> Op {
