@@ -274,7 +274,7 @@ pub fn evaluate(exp: &Experiment, s: &Samples, r: &Resamples, claim: &Claim) -> 
                 _ => Verdict::Undecided,
             };
             let what = match &claim.evaluation {
-                Evaluation::Threshold { case, .. } => format!("{case}"),
+                Evaluation::Threshold { case, .. } => case.to_string(),
                 Evaluation::Ratio { case, over, .. } => format!("{case} / {over}"),
                 Evaluation::Within { .. } => "largest |sim/paper - 1|".to_string(),
                 Evaluation::Order { increasing, .. } => format!(

@@ -109,8 +109,9 @@ fn run_jobs(
     let groups = metric_groups(exp);
     let next = AtomicUsize::new(0);
     let stopped = Arc::new(AtomicBool::new(false));
-    let results: Mutex<Vec<Option<Result<Vec<Option<f64>>, Error>>>> =
-        Mutex::new((0..jobs.len()).map(|_| None).collect());
+    // Each job's figures (per metric of its group), or its error; None: not run.
+    type Slot = Option<Result<Vec<Option<f64>>, Error>>;
+    let results: Mutex<Vec<Slot>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
     let work = |is_caller: bool| {
         let mut o = opts.clone();
         let user_stop = opts.stop.clone();
