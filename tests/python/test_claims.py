@@ -61,3 +61,19 @@ def test_a_failed_claim_is_a_finding_unless_strict():
     strict = run_cli("reproduce", "flms-iozone", "--claims", "--strict")
     assert strict.returncode == 1
     assert f"{len(failed)} claim(s) fail" in strict.stderr
+
+
+def test_models_md_lists_every_declared_claim():
+    """docs/models.md's verdict table is generated from the claims (scripts/claims_doc.py):
+    every claim an experiment declares is in it, under its experiment."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "models.md").read_text(encoding="utf-8")
+    begin = doc.index("<!-- claims:begin")
+    section = doc[begin:doc.index("<!-- claims:end -->")]
+    for e in vcpulab.experiments():
+        part = section.split(f"#### `{e['id']}`\n", 1)
+        assert len(part) == 2, f"{e['id']} has no table in docs/models.md"
+        table = part[1].split("####", 1)[0]
+        for c in e["claims"]:
+            assert f"| `{c['id']}` |" in table, (e["id"], c["id"])
