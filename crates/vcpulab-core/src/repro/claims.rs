@@ -196,17 +196,11 @@ impl Samples {
     /// mean over the same seeds for a normalised metric.
     pub fn figure(&self, exp: &Experiment, case: &str, metric: &str, idx: &[usize]) -> Option<f64> {
         let raw = mean_at(self.series(case, metric)?, idx)?;
-        let m = exp.metrics.iter().find(|m| m.name == metric)?;
-        match &m.normalize {
+        exp.metrics.iter().find(|m| m.name == metric)?;
+        match super::reference_case(exp, case, metric) {
             None => Some(raw),
-            Some((axis, value)) => {
-                let c = exp.cases.iter().find(|c| c.id == case)?;
-                let reference: Vec<String> = c
-                    .axes
-                    .iter()
-                    .map(|(a, v)| if a == axis { value.clone() } else { v.clone() })
-                    .collect();
-                let base = mean_at(self.series(&reference.join("/"), metric)?, idx)?;
+            Some(reference) => {
+                let base = mean_at(self.series(&reference, metric)?, idx)?;
                 (base != 0.0).then(|| raw / base)
             }
         }

@@ -472,6 +472,31 @@ fn metric_document(
     Ok((origin, doc))
 }
 
+/// The case a normalised `metric` of `case` is divided by: the case whose normalising
+/// axis takes the reference value, other axes equal (None: the metric is not normalised,
+/// or there is no such metric or case).
+pub fn reference_case(exp: &Experiment, case: &str, metric: &str) -> Option<String> {
+    let (axis, value) = exp
+        .metrics
+        .iter()
+        .find(|m| m.name == metric)?
+        .normalize
+        .as_ref()?;
+    let c = exp.cases.iter().find(|c| c.id == case)?;
+    let ids: Vec<&str> = c
+        .axes
+        .iter()
+        .map(|(a, v)| {
+            if a == axis {
+                value.as_str()
+            } else {
+                v.as_str()
+            }
+        })
+        .collect();
+    Some(ids.join("/"))
+}
+
 /// Looks up a figure in a summary: `vm.<name>.<field>` or a dotted JSON path.
 pub fn extract(summary: &serde_json::Value, path: &str) -> Option<f64> {
     let mut parts = path.split('.');

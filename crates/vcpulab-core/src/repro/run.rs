@@ -287,16 +287,7 @@ fn samples(raw: &[Row]) -> Samples {
 /// The cases a figure of `case` reads: itself, and its normalisation reference.
 fn figure_cases(exp: &Experiment, case: &str, metric: &str) -> Vec<String> {
     let mut v = vec![case.to_string()];
-    let m = exp.metrics.iter().find(|m| m.name == metric);
-    let c = exp.cases.iter().find(|c| c.id == case);
-    if let (Some(Some((axis, value))), Some(c)) = (m.map(|m| &m.normalize), c) {
-        let reference: Vec<String> = c
-            .axes
-            .iter()
-            .map(|(a, v)| if a == axis { value.clone() } else { v.clone() })
-            .collect();
-        v.push(reference.join("/"));
-    }
+    v.extend(super::reference_case(exp, case, metric));
     v
 }
 
@@ -325,20 +316,12 @@ pub fn finish_rows(exp: &Experiment, raw: &[Row]) -> Vec<Row> {
     raw.iter()
         .map(|r| {
             let mut row = r.clone();
-            let metric = exp.metrics.iter().find(|m| m.name == r.metric);
-            if let (Some(m), Some(case)) = (metric, exp.cases.iter().find(|c| c.id == r.case)) {
-                if let Some((axis, value)) = &m.normalize {
-                    let reference: Vec<String> = case
-                        .axes
-                        .iter()
-                        .map(|(a, v)| if a == axis { value.clone() } else { v.clone() })
-                        .collect();
-                    let base = raw_value(&reference.join("/"), &m.name);
-                    row.sim = match (r.sim, base) {
-                        (Some(s), Some(b)) if b != 0.0 => Some(s / b),
-                        _ => None,
-                    };
-                }
+            if let Some(reference) = super::reference_case(exp, &r.case, &r.metric) {
+                let base = raw_value(&reference, &r.metric);
+                row.sim = match (r.sim, base) {
+                    (Some(s), Some(b)) if b != 0.0 => Some(s / b),
+                    _ => None,
+                };
             }
             row.ratio = match (row.sim, row.paper) {
                 (Some(s), Some(p)) if p != 0.0 => Some(s / p),
