@@ -1,9 +1,8 @@
 //! Issue 30, "Defects, verbatim": 2 (Rust Debug text in a host-thread message), 3 (KVM
-//! versions the message does not allow), 5 (the size limit's message describing the limit
-//! instead of the run) and 8 (a `vcpulab kvm run` file given to `vcpulab run`).
+//! versions the message does not allow) and 8 (a `vcpulab kvm run` file given to
+//! `vcpulab run`). Defect 5 (the size limit's message) is tested in limits.rs.
 
 use std::path::PathBuf;
-use vcpulab_core::api::check_size;
 use vcpulab_core::Scenario;
 
 fn err(text: &str) -> String {
@@ -121,55 +120,6 @@ fn d3_kvm_versions_the_message_allows_are_accepted() {
     ] {
         with_version(good).unwrap_or_else(|e| panic!("{good:?}: {e}"));
     }
-}
-
-// Defect 5 -------------------------------------------------------------------------------
-
-fn long_run(duration: &str, slice: &str) -> String {
-    let text = format!(
-        r#"
-duration = "{duration}"
-[host]
-cores_per_socket = 2
-[scheduler]
-name = "rr"
-slice = "{slice}"
-[[vm]]
-name = "a"
-vcpus = 2
-[[vm.workload]]
-kind = "stress-ng"
-"#
-    );
-    let sc = Scenario::from_toml_str(&text, "limits.toml").unwrap();
-    check_size(&sc).unwrap_err().to_string()
-}
-
-#[test]
-fn d5_the_size_refusal_states_this_runs_time_beside_the_limits() {
-    let msg = long_run("8000h", "10us");
-    // This run: days, not the limit's hours.
-    assert!(msg.contains(" days at 5-10 M events/s"), "{msg}");
-    assert!(
-        msg.contains("the limit is 5e10 events, about 1.4-2.8 hours"),
-        "{msg}"
-    );
-    // The run's figure comes before the limit's.
-    assert!(
-        msg.find("days").unwrap() < msg.find("the limit is").unwrap(),
-        "{msg}"
-    );
-    assert!(!msg.contains("about 1-3 hours at"), "{msg}");
-}
-
-#[test]
-fn d5_the_runs_time_is_in_sensible_units() {
-    let msg = long_run("5000h", "1ms");
-    assert!(msg.contains("hours at 5-10 M events/s (the limit"), "{msg}");
-    let msg = long_run("8760h", "10us");
-    assert!(msg.contains("days at 5-10 M events/s"), "{msg}");
-    let msg = long_run("8760h", "1ns");
-    assert!(msg.contains("years at 5-10 M events/s"), "{msg}");
 }
 
 // Defect 8 -------------------------------------------------------------------------------

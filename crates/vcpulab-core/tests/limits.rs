@@ -101,3 +101,38 @@ fn shipped_scenarios_and_experiments_are_under_the_limit() {
         assert!(est < MAX_ESTIMATED_EVENTS / 10.0, "{}: {est:.2e}", e.id);
     }
 }
+
+/// The refusal of `scenario(duration, slice)` (issue 30, defect 5: the message used to
+/// describe the limit, not the run).
+fn refusal(duration: &str, slice: &str) -> String {
+    vcpulab_core::api::check_size(&scenario(duration, slice))
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn d5_the_size_refusal_states_this_runs_time_beside_the_limits() {
+    let msg = refusal("8000h", "10us");
+    // This run: days, not the limit's hours.
+    assert!(msg.contains(" days at 5-10 M events/s"), "{msg}");
+    assert!(
+        msg.contains("the limit is 5e10 events, about 1.4-2.8 hours"),
+        "{msg}"
+    );
+    // The run's figure comes before the limit's.
+    assert!(
+        msg.find("days").unwrap() < msg.find("the limit is").unwrap(),
+        "{msg}"
+    );
+    assert!(!msg.contains("about 1-3 hours at"), "{msg}");
+}
+
+#[test]
+fn d5_the_runs_time_is_in_sensible_units() {
+    let msg = refusal("5000h", "1ms");
+    assert!(msg.contains("hours at 5-10 M events/s (the limit"), "{msg}");
+    let msg = refusal("8760h", "10us");
+    assert!(msg.contains("days at 5-10 M events/s"), "{msg}");
+    let msg = refusal("8760h", "1ns");
+    assert!(msg.contains("years at 5-10 M events/s"), "{msg}");
+}
