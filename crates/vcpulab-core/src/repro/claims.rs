@@ -196,6 +196,8 @@ impl Samples {
     /// mean over the same seeds for a normalised metric.
     pub fn figure(&self, exp: &Experiment, case: &str, metric: &str, idx: &[usize]) -> Option<f64> {
         let raw = mean_at(self.series(case, metric)?, idx)?;
+        // An unknown metric has no figure (reference_case alone would read it as "not
+        // normalised").
         exp.metrics.iter().find(|m| m.name == metric)?;
         match super::reference_case(exp, case, metric) {
             None => Some(raw),
