@@ -4,6 +4,7 @@
 >>> res = vcpulab.run("scenario.toml")          # or a dict of the same schema
 >>> res.vms()                                    # pandas DataFrame, one row per VM
 >>> rows = vcpulab.reproduce(["hyperv-root"])    # built-in reproductions
+>>> reports = vcpulab.robustness(["hyperv-root"])  # its claims under perturbed setups
 >>> tr = vcpulab.trace("scenario.toml", window=("1s", "1.1s"))  # Perfetto trace
 
 This module imports neither pandas nor tqdm; they are loaded when first needed.
@@ -23,6 +24,7 @@ from .api import (
     validate,
     workload_kinds,
 )
+from .robustness import robustness
 from .tracing import Trace, trace
 
 __version__: str = _native_version()
@@ -38,6 +40,7 @@ __all__ = [
     "reproduce",
     "reproduce_claims",
     "reproduce_frame",
+    "robustness",
     "run",
     "schedulers",
     "trace",

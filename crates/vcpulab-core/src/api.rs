@@ -283,6 +283,49 @@ pub fn reproduce_json(
     Ok(serde_json::to_string(&r).unwrap())
 }
 
+/// The runs of a robustness check of one experiment (see `repro::robustness`), as JSON:
+/// `{"experiment", "seeds", "perturbations": [{"id", "text", "skipped", "flips_overcommit",
+/// "runs": [{"run_id", "perturbation", "case", "seed", "scenario"}]}]}`.
+pub fn robustness_plan_json(
+    experiment: &str,
+    seeds: u64,
+    seed: Option<u64>,
+) -> Result<String, Error> {
+    let e = crate::repro::find(experiment)?;
+    let plan = crate::repro::robustness::plan(&e, seeds, seed)?;
+    Ok(serde_json::to_string(&plan).unwrap())
+}
+
+/// The robustness report of one experiment from its runs' records (a JSON list of
+/// `{"run_id", "status", "error", "summary"}`, as a sweep writes them), planned again with
+/// the same `seeds` and `seed`.
+pub fn robustness_report_json(
+    experiment: &str,
+    seeds: u64,
+    seed: Option<u64>,
+    records_json: &str,
+) -> Result<String, Error> {
+    let e = crate::repro::find(experiment)?;
+    let plan = crate::repro::robustness::plan(&e, seeds, seed)?;
+    let records: Vec<serde_json::Value> = serde_json::from_str(records_json).map_err(|err| {
+        Error::NotFound(format!("robustness: records are not a JSON list: {err}"))
+    })?;
+    let mut results = std::collections::BTreeMap::new();
+    for r in records {
+        let Some(id) = r["run_id"].as_str() else {
+            continue;
+        };
+        let res = if r["status"] == "ok" {
+            Ok(r["summary"].clone())
+        } else {
+            Err(r["error"].as_str().unwrap_or("failed").to_string())
+        };
+        results.insert(id.to_string(), res);
+    }
+    let report = crate::repro::robustness::report(&e, &plan, &results);
+    Ok(serde_json::to_string(&report).unwrap())
+}
+
 /// Scenarios whose estimated event count exceeds this are refused unless forced: at the
 /// engine's ~5-10 M events/s this is a run of 1.5-3 hours.
 pub const MAX_ESTIMATED_EVENTS: f64 = 5e10;

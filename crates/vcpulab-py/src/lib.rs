@@ -386,6 +386,27 @@ fn reproduce_experiment(
     .map_err(|e| interrupts.to_py(e))
 }
 
+/// The runs of a robustness check (see `api::robustness_plan_json`), as JSON.
+#[pyfunction]
+#[pyo3(signature = (experiment, seeds, seed=None))]
+fn robustness_plan(experiment: &str, seeds: u64, seed: Option<u64>) -> PyResult<String> {
+    api::robustness_plan_json(experiment, seeds, seed).map_err(to_py)
+}
+
+/// A robustness check's report from its runs' records (JSON list), as JSON.
+#[pyfunction]
+#[pyo3(signature = (experiment, seeds, records, seed=None))]
+fn robustness_report(
+    py: Python<'_>,
+    experiment: String,
+    seeds: u64,
+    records: String,
+    seed: Option<u64>,
+) -> PyResult<String> {
+    py.allow_threads(move || api::robustness_report_json(&experiment, seeds, seed, &records))
+        .map_err(to_py)
+}
+
 /// Normalises an experiment's raw rows (JSON list) and computes sim / paper.
 #[pyfunction]
 fn reproduce_finish(experiment: &str, raw_rows: &str) -> PyResult<String> {
@@ -442,6 +463,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(experiments_json, m)?)?;
     m.add_function(wrap_pyfunction!(reproduce_case, m)?)?;
     m.add_function(wrap_pyfunction!(reproduce_finish, m)?)?;
+    m.add_function(wrap_pyfunction!(robustness_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(robustness_report, m)?)?;
     m.add_function(wrap_pyfunction!(reproduce_experiment, m)?)?;
     m.add_function(wrap_pyfunction!(experiment_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;

@@ -35,12 +35,13 @@ examples:
   vcpulab workloads                         the guest workload kinds (presets)
   vcpulab reproduce                         run every built-in reproduction
   vcpulab reproduce hyperv-root --json      one experiment, rows as JSON
+  vcpulab robustness hyperv-root            its claims under perturbations of the setup
 
 """ + _native.EXIT_STATUS_HELP
 
 # Every subcommand, in the order `vcpulab --help` lists them; each is the module
 # vcpulab.cli.<name>.
-COMMANDS = ("run", "validate", "schedulers", "workloads", "reproduce",
+COMMANDS = ("run", "validate", "schedulers", "workloads", "reproduce", "robustness",
             "sweep", "query", "compare", "report", "trace", "kvm")
 
 

@@ -13,6 +13,11 @@
 //! | `within` | metric, cases, tolerance | the largest abs(figure / paper - 1) over the cases | value <= tolerance |
 //! | `order` | metric, cases, direction | the smallest relative step along the cases, in the direction | value > 0 |
 //!
+//! Optional on every claim: `group` and `tested_in` (for readers), and `setup_bound =
+//! "why"` when the claim's line is computed from the setup's sizes (an equal share of 4
+//! LPs among 7 threads): `vcpulab robustness` then applies only other seeds to it
+//! ([`super::robustness`]).
+//!
 //! A figure is a case's metric as `vcpulab reproduce` reports it: the mean over the
 //! experiment's seeds, divided by the reference case's mean for a normalised metric.
 //!
@@ -143,6 +148,10 @@ pub struct Claim {
     pub note: String,
     /// The stated relation this claim is one part of (e.g. one side of a band).
     pub group: String,
+    /// Why the claim's line is computed from the setup's sizes (then only other seeds keep
+    /// its premise under `vcpulab robustness`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub setup_bound: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -384,6 +393,7 @@ pub(super) fn parse_claims(t: &Table, exp: &Experiment) -> Res<Vec<Claim>> {
             "metric",
             "group",
             "tested_in",
+            "setup_bound",
         ];
         let (evaluation, extra): (Evaluation, &[&str]) = match kind.as_str() {
             "threshold" => {
@@ -477,6 +487,7 @@ pub(super) fn parse_claims(t: &Table, exp: &Experiment) -> Res<Vec<Claim>> {
             premise: ct.req("premise")?.str()?.to_string(),
             note: ct.opt_str("note")?.unwrap_or("").to_string(),
             group: ct.opt_str("group")?.unwrap_or("").to_string(),
+            setup_bound: ct.opt_str("setup_bound")?.map(str::to_string),
             evaluation,
         });
         // Read so that `finish` accepts it; it is for readers only.
@@ -529,6 +540,7 @@ mod tests {
                 case("other", &[("variant", "other")], None),
             ],
             claims: vec![],
+            robustness: Default::default(),
             scenario_text: String::new(),
         }
     }
@@ -562,6 +574,7 @@ mod tests {
             evaluation,
             note: String::new(),
             group: String::new(),
+            setup_bound: None,
         }
     }
 

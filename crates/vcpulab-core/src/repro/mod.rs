@@ -5,6 +5,7 @@
 //! an installed package.
 
 pub mod claims;
+pub mod robustness;
 mod run;
 pub mod stats;
 
@@ -101,6 +102,9 @@ pub struct Experiment {
     pub cases: Vec<Case>,
     /// The paper's claims about these figures, with how each is evaluated.
     pub claims: Vec<claims::Claim>,
+    /// What its `[robustness]` table says about perturbing it.
+    #[serde(skip)]
+    pub robustness: robustness::Settings,
     #[serde(skip)]
     pub scenario_text: String,
 }
@@ -358,10 +362,12 @@ fn parse_experiment(id: &str, text: &str, scenario_text: &str) -> Res<Experiment
         metrics,
         cases,
         claims: vec![],
+        robustness: robustness::Settings::default(),
         scenario_text: scenario_text.to_string(),
     };
     let mut e = e;
     e.claims = claims::parse_claims(&t, &e)?;
+    e.robustness = robustness::parse_settings(&t, &e)?;
     t.finish(&[
         "id",
         "title",
@@ -379,6 +385,7 @@ fn parse_experiment(id: &str, text: &str, scenario_text: &str) -> Res<Experiment
         "scenario",
         "set",
         "remove",
+        "robustness",
     ])?;
     Ok(e)
 }

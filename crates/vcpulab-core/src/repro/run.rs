@@ -70,7 +70,7 @@ fn find_case<'a>(exp: &'a Experiment, case_id: &str) -> Result<&'a Case, Error> 
 /// The metrics measured in one series of runs: metrics with the same edits share runs.
 /// Returns, per group, the index of the metric whose edits the group runs with and the
 /// indices of its metrics, in metric order.
-fn metric_groups(exp: &Experiment) -> Vec<(usize, Vec<usize>)> {
+pub(super) fn metric_groups(exp: &Experiment) -> Vec<(usize, Vec<usize>)> {
     let edits: Vec<String> = exp
         .metrics
         .iter()
@@ -221,7 +221,7 @@ fn extend(
 }
 
 /// A row per metric of `case`, raw (not yet normalised), from its per-seed figures.
-fn raw_rows(exp: &Experiment, case: &Case, values: &[Vec<Option<f64>>]) -> Vec<Row> {
+pub(super) fn raw_rows(exp: &Experiment, case: &Case, values: &[Vec<Option<f64>>]) -> Vec<Row> {
     exp.metrics
         .iter()
         .enumerate()
@@ -274,7 +274,7 @@ pub fn run_case_with(
 }
 
 /// The samples claims and intervals read, from raw rows.
-fn samples(raw: &[Row]) -> Samples {
+pub(super) fn samples(raw: &[Row]) -> Samples {
     let mut s = Samples::default();
     for r in raw {
         s.values
@@ -285,7 +285,7 @@ fn samples(raw: &[Row]) -> Samples {
 }
 
 /// The cases a figure of `case` reads: itself, and its normalisation reference.
-fn figure_cases(exp: &Experiment, case: &str, metric: &str) -> Vec<String> {
+pub(super) fn figure_cases(exp: &Experiment, case: &str, metric: &str) -> Vec<String> {
     let mut v = vec![case.to_string()];
     v.extend(super::reference_case(exp, case, metric));
     v
@@ -358,7 +358,7 @@ pub fn finish_rows(exp: &Experiment, raw: &[Row]) -> Vec<Row> {
 
 /// A claim's verdict on the seeds its cases share (fewer than `MIN_VERDICT_SEEDS`:
 /// undecided, whatever the interval says).
-fn judge(exp: &Experiment, all: &Samples, claim: &Claim) -> ClaimResult {
+pub(super) fn judge(exp: &Experiment, all: &Samples, claim: &Claim) -> ClaimResult {
     let metric = claim.evaluation.metric();
     let n = claim
         .evaluation
