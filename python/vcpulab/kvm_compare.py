@@ -278,3 +278,40 @@ def run_case(case: dict[str, Any], sched: Optional[dict[str, Any]], sim_note: st
                      "ratio": (sim / med) if (sim is not None and med) else None, "real_runs": vals, "harness": harness,
                      "note": note})
     return rows
+
+
+# ---------------------------------------------------------------- the validation gate
+
+
+def simulate(case: dict[str, Any], tick: str) -> dict[str, Optional[float]]:
+    """The simulated side of one case alone (deterministic; no /dev/kvm): metric -> value,
+    on the eevdf host model with the given tick."""
+    from . import api
+
+    if case["sim"] is None:
+        return {metric: None for metric, *_ in case["rows"]}
+    sc = case["sim"]({"name": "eevdf", "tick": tick})
+    summary = api.run(sc).summary
+    return {metric: sim_fn(summary) for metric, _unit, _real_fn, sim_fn in case["rows"]}
+
+
+def gate(names: Optional[list[str]] = None) -> list[dict[str, Any]]:
+    """The simulated side of every (chosen) case against the committed real reference
+    (:mod:`vcpulab.kvm_reference`): one row per case and metric with ``real``, ``sim``,
+    ``ratio`` (sim / real), ``band`` and ``in_band``. The tick is the reference machine's,
+    not this one's, so the gate gives the same answer on any machine."""
+    from . import kvm_reference as ref
+
+    chosen = select(names or [])
+    out = []
+    for case in chosen:
+        sims = simulate(case, ref.TICK)
+        for rc, metric, unit, real, spread, _runs, band, why in ref.ROWS:
+            if rc != case["id"]:
+                continue
+            sim = sims.get(metric)
+            ratio = sim / real if sim is not None and real else None
+            out.append({"case": rc, "metric": metric, "unit": unit, "real": real, "real_spread": spread,
+                        "sim": sim, "ratio": ratio, "band": list(band),
+                        "in_band": ratio is not None and band[0] <= ratio <= band[1], "why": why})
+    return out

@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from ._common import EXIT_OK, RAW
+from ._common import EXIT_OK, EXIT_SIM_FAILED, RAW
 
 KVM_EPILOG = """\
 examples:
@@ -46,6 +46,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--repetitions", type=int, default=3, metavar="N", help="real repetitions per case (default 3)")
     c.add_argument("--mode", choices=["auto", "kvm", "threads"], help="harness mode")
     c.add_argument("--list", action="store_true", help="list the cases; run nothing")
+    c.add_argument("--reference", action="store_true",
+                   help="simulated side only, against the committed real reference of this machine "
+                        "(vcpulab/kvm_reference.py); exit status 1 if a case leaves its band")
     c.set_defaults(func=cmd_kvm_compare)
 
 
@@ -73,6 +76,8 @@ def cmd_kvm_compare(args: argparse.Namespace) -> int:
         for c in chosen:
             sys.stdout.write(f"{c['id']}: {', '.join(r[0] for r in c['rows'])}{'  (' + c['note'] + ')' if c['note'] else ''}\n")
         return EXIT_OK
+    if args.reference:
+        return _kvm_gate(args)
     sched, sim_note = kc.sim_scheduler()
     sys.stderr.write(f"vcpulab: simulated host: {sim_note}\n")
     progress = (lambda m: sys.stderr.write(f"  {m}\n")) if sys.stderr.isatty() and not args.json else None
@@ -92,3 +97,27 @@ def cmd_kvm_compare(args: argparse.Namespace) -> int:
     if any(r["harness"] == "threads" for r in rows):
         sys.stdout.write("\nnotice: real side ran as host threads (no usable /dev/kvm)\n")
     return EXIT_OK
+
+
+def _kvm_gate(args: argparse.Namespace) -> int:
+    """``kvm compare --reference``: the validation gate (docs/validation.md)."""
+    from .. import kvm_compare as kc
+    from .. import kvm_reference as ref
+    from .._format import num, table
+
+    rows = kc.gate(args.cases)
+    if args.json:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+    else:
+        sys.stdout.write(f"real: measured {ref.MEASURED[:10]} ({ref.KERNEL}); sim: eevdf, tick {ref.TICK}\n")
+        body = [[r["case"], r["metric"], num(r["real"], 4), num(r["sim"], 4), num(r["ratio"], 3),
+                 f"{r['band'][0]:g}-{r['band'][1]:g}", "yes" if r["in_band"] else "NO"] for r in rows]
+        sys.stdout.write(table(["case", "metric", "real", "sim", "sim/real", "band", "in band"], body,
+                               right=[False, False, True, True, True, True, False]) + "\n")
+        within = sum(1 for r in rows if r["band"] == [0.5, 2.0] and r["in_band"])
+        out_ = [r for r in rows if not r["in_band"]]
+        sys.stdout.write(f"{within} of {len(rows)} rows within 2x of real; {len(out_)} outside their band\n")
+        for r in out_:
+            sys.stdout.write(f"  {r['case']} {r['metric']}: sim/real {num(r['ratio'], 3)} outside "
+                             f"{r['band'][0]:g}-{r['band'][1]:g} ({r['why']})\n")
+    return EXIT_SIM_FAILED if any(not r["in_band"] for r in rows) else EXIT_OK

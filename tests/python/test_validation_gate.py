@@ -1,0 +1,52 @@
+"""The validation gate (issue 27, part 6): the simulated side of every `vcpulab kvm compare`
+case, run without /dev/kvm, against the real medians committed in vcpulab/kvm_reference.py
+(measured on this machine, with date, kernel and load). A row leaves its band when a model
+change moves it: the barrier N=4 row moved 2,800x once and nothing noticed; this test is
+what notices now."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conftest import run_cli
+from vcpulab import kvm_compare as kc
+from vcpulab import kvm_reference as ref
+
+
+def _out(rows: list[dict[str, Any]]) -> str:
+    return "; ".join(f"{r['case']} {r['metric']}: sim/real {r['ratio']} outside {r['band']} ({r['why']})"
+                     for r in rows if not r["in_band"])
+
+
+def test_every_case_stays_in_its_documented_band():
+    rows = kc.gate()
+    assert [(r["case"], r["metric"]) for r in rows] == [(c, m) for c, m, *_ in ref.ROWS]
+    assert all(r["in_band"] for r in rows), _out(rows)
+    # The 2x target (issue 27): how many rows meet it is part of the record, in both directions.
+    within = [r for r in rows if r["band"] == [0.5, 2.0]]
+    assert len(within) == 15, [(r["case"], r["metric"]) for r in within]
+
+
+def test_the_gate_fails_on_a_deliberately_broken_cost(monkeypatch):
+    """A context switch of 500 us instead of the model's 2 us: the wake-up of a vCPU that
+    must preempt a busy one and the ticket collapse leave their bands (and the gate says
+    which); compute throughput, 12% lower, stays within 2x and does not."""
+    plain = kc._sim_sc
+
+    def broken(name, vms, duration, sched):
+        sc = plain(name, vms, duration, sched)
+        sc["host"]["costs"] = {"context_switch": "500us"}
+        return sc
+
+    monkeypatch.setattr(kc, "_sim_sc", broken)
+    rows = kc.gate(["wake-busy3", "ticket-N4", "compute-N8"])
+    left = {r["case"] for r in rows if not r["in_band"]}
+    assert left == {"wake-busy3", "ticket-N4"}, _out(rows)
+
+
+def test_the_cli_reports_the_gate_and_fails_when_a_row_leaves_its_band():
+    p = run_cli("kvm", "compare", "compute-N1", "barrier-N4", "--reference")
+    assert p.returncode == 0, p.stderr
+    assert "3 of 3 rows within 2x of real" not in p.stdout
+    assert "0 outside their band" in p.stdout
+    assert all(len(line) <= 100 for line in p.stdout.splitlines()), p.stdout
