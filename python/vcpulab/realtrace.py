@@ -1,0 +1,727 @@
+"""Host scheduling traces of real vCPU threads: read them, replay them, compare with the model.
+
+``vcpulab import-trace`` is built from this module:
+
+1. :func:`read_events` reads a host scheduling trace into :class:`SchedEvent` records:
+   ``perf sched script`` text (:func:`read_perf_script`) or a Perfetto protobuf trace
+   with ftrace ``sched_switch`` / ``sched_waking`` / ``sched_wakeup`` events
+   (:func:`read_perfetto`, through the protos the ``perfetto`` package ships).
+2. :func:`timelines` follows the threads whose name matches a regex through the trace
+   (running, runnable, blocked) and gives each a :class:`Timeline`: its run slices, its
+   run-queue waits, and its *demand*: the CPU time it used between a wake-up and the
+   next block, and how long it then slept.
+3. :func:`scenario_text` writes a scenario whose vCPUs replay that demand: one
+   ``program`` workload per vCPU made of ``compute`` (the CPU time of one burst) and
+   ``sleep`` (the time to the next wake-up) operations, so the simulated host scheduler
+   decides, as the real one did, when each burst runs and where.
+4. :func:`compare` runs the scenario with tracing on, measures the simulated vCPUs the
+   same way (:func:`sim_timelines`) and sets real against simulated: run-queue waits and
+   run-slice lengths as distributions (two-sample Kolmogorov-Smirnov distance), and
+   migrations as counts; :func:`realism` folds them into one score.
+
+Only the scheduling events are read; what a thread did while it ran is not in such a
+trace, so the demand is CPU time, not guest operations.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Optional, Sequence
+
+__all__ = [
+    "DEFAULT_THREADS",
+    "SchedEvent",
+    "Timeline",
+    "TraceFormatError",
+    "compare",
+    "ks_distance",
+    "other_load",
+    "perfetto_bytes",
+    "read_events",
+    "read_perf_script",
+    "read_perfetto",
+    "realism",
+    "scenario_text",
+    "sim_timelines",
+    "timelines",
+]
+
+# vcpulab's KVM harness names its vCPU threads `vcpuN`; QEMU names them `CPU N/KVM`.
+DEFAULT_THREADS = r"^(vcpu\d+|CPU \d+/KVM)$"
+
+# The kernel's sched_switch prev_state when the task was preempted while runnable: "R"
+# or "R+" in text; 0, or TASK_REPORT_MAX (0x100 since Linux 4.14, 0x800 / 0x1000 before)
+# with no state bit, as a number (kernel/sched: __trace_sched_switch_state).
+_STATE_BITS = 0xFF
+
+
+class TraceFormatError(ValueError):
+    """A trace that cannot be read; the message names the file (and line)."""
+
+
+@dataclass(frozen=True)
+class SchedEvent:
+    """One scheduling event. ``kind``: ``"switch"`` (``prev_*`` left ``cpu``, ``next_*``
+    took it; ``prev_runnable``: the previous task stayed runnable, i.e. was preempted) or
+    ``"waking"`` (``pid`` was woken)."""
+
+    t_ns: int
+    cpu: int
+    kind: str
+    pid: int = 0
+    comm: str = ""
+    prev_pid: int = 0
+    prev_comm: str = ""
+    prev_runnable: bool = False
+    next_pid: int = 0
+    next_comm: str = ""
+
+
+# ---------------------------------------------------------------------------------------
+# perf sched script text
+
+
+_HEAD = re.compile(
+    r"^\s*(?P<comm>.*?)\s+(?P<pid>-?\d+)(?:/\d+)?\s+\[(?P<cpu>\d+)\]\s+(?:[^\s:]+\s+)?"
+    r"(?P<ts>\d+\.\d+):\s+(?:(?P<period>\d+)\s+)?(?P<event>[\w:]+):\s*(?P<rest>.*)$"
+)
+# `perf sched script` prints the tracepoints' own format (field=value); older perf
+# versions print a short form (`comm:pid [prio] S ==> comm:pid [prio]`).
+_SWITCH = re.compile(
+    r"^prev_comm=(?P<pc>.*?) prev_pid=(?P<pp>-?\d+) prev_prio=-?\d+ prev_state=(?P<ps>\S+) ==> "
+    r"next_comm=(?P<nc>.*?) next_pid=(?P<np>-?\d+) next_prio=-?\d+\s*$"
+)
+_SWITCH_SHORT = re.compile(
+    r"^(?P<pc>.*?):(?P<pp>-?\d+) \[-?\d+\] (?P<ps>\S+) ==> (?P<nc>.*?):(?P<np>-?\d+) \[-?\d+\]\s*$"
+)
+_WAKE = re.compile(r"^comm=(?P<c>.*?) pid=(?P<p>-?\d+) prio=-?\d+")
+_WAKE_SHORT = re.compile(r"^(?P<c>.*?):(?P<p>-?\d+) \[-?\d+\]")
+_WAKE_EVENTS = ("sched:sched_waking", "sched:sched_wakeup", "sched:sched_wakeup_new")
+
+
+def _runnable_text(state: str) -> bool:
+    # "R" preempted, "R+" preempted in the kernel (TASK_REPORT_MAX); anything else (S, D,
+    # I, T, X, Z, combinations like "D|K") left the run queue.
+    return state in ("R", "R+")
+
+
+def read_perf_script(path: str, text: Optional[str] = None) -> list[SchedEvent]:
+    """Reads ``perf sched script`` output (``perf script`` of ``perf sched record``). Lines
+    of other events (``sched_stat_runtime``, ``sched_migrate_task``, ...) are skipped;
+    a line that is not a perf script line at all, or a scheduling event whose fields do
+    not parse, is an error naming the file and line."""
+    if text is None:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    out: list[SchedEvent] = []
+    for no, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        m = _HEAD.match(line)
+        if m is None:
+            raise TraceFormatError(
+                f"{path}:{no}: not a `perf sched script` line (expected 'COMM PID [CPU] SECONDS: EVENT: FIELDS'): "
+                f"{_clip(line)!r}"
+            )
+        event = m["event"]
+        t_ns = _seconds_to_ns(m["ts"])
+        cpu = int(m["cpu"])
+        rest = m["rest"]
+        if event == "sched:sched_switch":
+            s = _SWITCH.match(rest) or _SWITCH_SHORT.match(rest)
+            if s is None:
+                raise TraceFormatError(
+                    f"{path}:{no}: sched_switch fields not understood (expected prev_comm= prev_pid= prev_prio= "
+                    f"prev_state= ==> next_comm= next_pid= next_prio=): {_clip(rest)!r}"
+                )
+            out.append(SchedEvent(t_ns, cpu, "switch", prev_pid=int(s["pp"]), prev_comm=s["pc"],
+                                  prev_runnable=_runnable_text(s["ps"]), next_pid=int(s["np"]),
+                                  next_comm=s["nc"]))
+        elif event in _WAKE_EVENTS:
+            s = _WAKE.match(rest) or _WAKE_SHORT.match(rest)
+            if s is None:
+                raise TraceFormatError(
+                    f"{path}:{no}: {event.split(':')[1]} fields not understood (expected comm= pid= prio=): "
+                    f"{_clip(rest)!r}"
+                )
+            out.append(SchedEvent(t_ns, cpu, "waking", pid=int(s["p"]), comm=s["c"]))
+    if not out:
+        raise TraceFormatError(
+            f"{path}: no sched_switch or sched_waking events (record with `perf sched record`, "
+            "then `perf sched script -i FILE.data > FILE.txt`)"
+        )
+    return out
+
+
+def _seconds_to_ns(text: str) -> int:
+    whole, _, frac = text.partition(".")
+    return int(whole) * 1_000_000_000 + int((frac + "000000000")[:9])
+
+
+def _clip(s: str, n: int = 120) -> str:
+    return s if len(s) <= n else s[: n - 3] + "..."
+
+
+# ---------------------------------------------------------------------------------------
+# Perfetto protobuf
+
+
+def _perfetto_trace_class():
+    try:
+        from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+    except ImportError as e:  # pragma: no cover - a dependency of vcpulab
+        raise TraceFormatError(
+            f"reading Perfetto traces needs the `perfetto` package (pip install perfetto): {e}"
+        ) from None
+    return pb
+
+
+def read_perfetto(path: str, data: Optional[bytes] = None) -> list[SchedEvent]:
+    """Reads a Perfetto protobuf trace: ftrace ``sched_switch``, ``sched_waking`` and
+    ``sched_wakeup`` events, in the plain form and in the compact form (``compact_sched``,
+    which traced writes when ``compact_sched.enabled`` is set)."""
+    pb = _perfetto_trace_class()
+    if data is None:
+        with open(path, "rb") as f:
+            data = f.read()
+    trace = pb.Trace()
+    try:
+        trace.ParseFromString(data)
+    except Exception as e:  # protobuf's DecodeError; its text says what was wrong
+        raise TraceFormatError(f"{path}: not a Perfetto protobuf trace: {e}") from None
+    out: list[SchedEvent] = []
+    for n, packet in enumerate(trace.packet):
+        if not packet.HasField("ftrace_events"):
+            continue
+        bundle = packet.ftrace_events
+        cpu = bundle.cpu
+        for ev in bundle.event:
+            if ev.HasField("sched_switch"):
+                s = ev.sched_switch
+                out.append(SchedEvent(ev.timestamp, cpu, "switch", prev_pid=s.prev_pid, prev_comm=s.prev_comm,
+                                      prev_runnable=(s.prev_state & _STATE_BITS) == 0, next_pid=s.next_pid,
+                                      next_comm=s.next_comm))
+            elif ev.HasField("sched_waking"):
+                out.append(SchedEvent(ev.timestamp, cpu, "waking", pid=ev.sched_waking.pid,
+                                      comm=ev.sched_waking.comm))
+            elif ev.HasField("sched_wakeup"):
+                out.append(SchedEvent(ev.timestamp, cpu, "waking", pid=ev.sched_wakeup.pid,
+                                      comm=ev.sched_wakeup.comm))
+        if bundle.HasField("compact_sched"):
+            out.extend(_compact_events(path, n, cpu, bundle.compact_sched))
+    if not out:
+        raise TraceFormatError(
+            f"{path}: no sched_switch or sched_waking events in this Perfetto trace (enable the ftrace "
+            "events sched/sched_switch and sched/sched_waking)"
+        )
+    out.sort(key=lambda e: e.t_ns)
+    return out
+
+
+def _compact_events(path: str, packet: int, cpu: int, c) -> Iterator[SchedEvent]:
+    # compact_sched: timestamps are deltas; comms are indices into an intern table; the
+    # previous task of a switch is the next task of the cpu's previous switch.
+    table = list(c.intern_table)
+
+    def comm(i: int) -> str:
+        if not 0 <= i < len(table):
+            raise TraceFormatError(f"{path}: packet {packet}: compact_sched comm index {i} outside its table")
+        return table[i]
+
+    t = 0
+    prev_pid, prev_comm = -1, ""
+    for i, dt in enumerate(c.switch_timestamp):
+        t += dt
+        nxt, ncomm = c.switch_next_pid[i], comm(c.switch_next_comm_index[i])
+        state = c.switch_prev_state[i]
+        if prev_pid >= 0:
+            yield SchedEvent(t, cpu, "switch", prev_pid=prev_pid, prev_comm=prev_comm,
+                             prev_runnable=(state & _STATE_BITS) == 0, next_pid=nxt, next_comm=ncomm)
+        prev_pid, prev_comm = nxt, ncomm
+    t = 0
+    for i, dt in enumerate(c.waking_timestamp):
+        t += dt
+        yield SchedEvent(t, cpu, "waking", pid=c.waking_pid[i], comm=comm(c.waking_comm_index[i]))
+
+
+def perfetto_bytes(events: Sequence[SchedEvent]) -> bytes:
+    """A Perfetto protobuf trace holding ``events`` as plain ftrace sched_switch /
+    sched_waking events (one bundle per CPU and run of events), written with the
+    ``perfetto`` package's protos. Used to turn a ``perf sched script`` trace into a
+    Perfetto one (``vcpulab import-trace X.txt --to-perfetto X.pftrace``); the result
+    opens in ui.perfetto.dev and reads back through :func:`read_perfetto`. The prio fields
+    are written as 120 (perf's text carries them, but nothing here reads them)."""
+    pb = _perfetto_trace_class()
+    trace = pb.Trace()
+    bundle = None
+    for e in events:
+        if bundle is None or bundle.cpu != e.cpu:
+            packet = trace.packet.add()
+            packet.trusted_packet_sequence_id = 1
+            bundle = packet.ftrace_events
+            bundle.cpu = e.cpu
+        ev = bundle.event.add()
+        ev.timestamp = e.t_ns
+        if e.kind == "switch":
+            ev.pid = e.prev_pid
+            s = ev.sched_switch
+            s.prev_comm, s.prev_pid, s.prev_prio = e.prev_comm, e.prev_pid, 120
+            s.prev_state = 0 if e.prev_runnable else 1  # TASK_INTERRUPTIBLE
+            s.next_comm, s.next_pid, s.next_prio = e.next_comm, e.next_pid, 120
+        else:
+            w = ev.sched_waking
+            w.comm, w.pid, w.prio, w.success, w.target_cpu = e.comm, e.pid, 120, 1, e.cpu
+    return trace.SerializeToString()
+
+
+def read_events(path: str) -> list[SchedEvent]:
+    """Reads a trace file, Perfetto protobuf or ``perf sched script`` text (told apart by
+    content: a text trace is UTF-8 lines, a Perfetto trace starts with a packet tag)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if not data:
+        raise TraceFormatError(f"{path}: empty file")
+    if data[:1] == b"\x0a":  # field 1 (packet), length-delimited: a Perfetto Trace
+        return read_perfetto(path, data)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise TraceFormatError(
+            f"{path}: neither `perf sched script` text nor a Perfetto protobuf trace "
+            "(record with `perf sched record`, then `perf sched script -i FILE.data > FILE.txt`; "
+            "`perf.data` itself is not read)"
+        ) from None
+    return read_perf_script(path, text)
+
+
+# ---------------------------------------------------------------------------------------
+# Following the threads
+
+
+@dataclass
+class Timeline:
+    """One thread through a trace. Times in ns since the trace's origin (``start``)."""
+
+    pid: int
+    comm: str
+    start: int = 0  # first event of the thread
+    end: int = 0  # last event of the thread
+    slices: list[tuple[int, int, int]] = field(default_factory=list)  # (start, end, cpu), complete ones
+    waits: list[int] = field(default_factory=list)  # runnable -> running, ns
+    demand: list[tuple[str, int]] = field(default_factory=list)  # ("compute" | "sleep", ns)
+    cpus: set[int] = field(default_factory=set)
+
+    @property
+    def migrations(self) -> int:
+        return sum(1 for a, b in zip(self.slices, self.slices[1:]) if a[2] != b[2])
+
+    @property
+    def run_lengths(self) -> list[int]:
+        return [e - s for s, e, _ in self.slices]
+
+    @property
+    def cpu_ns(self) -> int:
+        return sum(n for k, n in self.demand if k == "compute")
+
+
+def _push(demand: list[tuple[str, int]], kind: str, ns: int) -> None:
+    if ns <= 0:
+        return
+    if demand and demand[-1][0] == kind:
+        demand[-1] = (kind, demand[-1][1] + ns)
+    else:
+        demand.append((kind, ns))
+
+
+def timelines(events: Sequence[SchedEvent], threads: str = DEFAULT_THREADS, path: str = "trace") -> list[Timeline]:
+    """Follows every thread whose name (``comm``) fully matches the regex ``threads``.
+    Each starts at its first event (a wake-up, or a switch onto a CPU) and ends at its
+    last; a slice still running at the end of the trace is demand but not a slice (its
+    length is cut off), as is one already running when the trace began. Ordered by the
+    number in the thread's name (``vcpu3`` -> 3), then pid."""
+    try:
+        rx = re.compile(threads)
+    except re.error as e:
+        raise TraceFormatError(f"--threads {threads!r}: not a regular expression: {e}") from None
+    names: dict[int, str] = {}
+    for e in events:
+        if e.kind == "switch":
+            names[e.prev_pid] = e.prev_comm
+            names[e.next_pid] = e.next_comm
+        else:
+            names[e.pid] = e.comm
+    # A thread renamed after it started (prctl) is known by its last name.
+    wanted = {pid for pid, c in names.items() if pid > 0 and rx.fullmatch(c)}
+    if not wanted:
+        seen = sorted({c for p, c in names.items() if p > 0})
+        raise TraceFormatError(
+            f"{path}: no thread's name matches --threads {threads!r}; names in the trace include: "
+            + ", ".join(seen[:12]) + (" ..." if len(seen) > 12 else "")
+        )
+    # state: None unknown, "run", "ready", "blocked"
+    st: dict[int, Optional[str]] = {p: None for p in wanted}
+    since: dict[int, int] = {}
+    run_cpu: dict[int, int] = {}
+    acc: dict[int, int] = {p: 0 for p in wanted}
+    tl: dict[int, Timeline] = {p: Timeline(p, names[p]) for p in wanted}
+    begun: dict[int, bool] = {p: False for p in wanted}
+
+    def begin(p: int, t: int) -> None:
+        if not begun[p]:
+            begun[p] = True
+            tl[p].start = t
+        tl[p].end = t
+
+    for e in sorted(events, key=lambda e: e.t_ns):
+        t = e.t_ns
+        if e.kind == "waking":
+            p = e.pid
+            if p not in wanted:
+                continue
+            if st[p] == "blocked":
+                _push(tl[p].demand, "sleep", t - since[p])
+            if st[p] in (None, "blocked"):
+                st[p], since[p] = "ready", t
+                begin(p, t)
+            continue
+        p = e.prev_pid
+        if p in wanted:
+            if st[p] == "run":
+                acc[p] += t - since[p]
+                tl[p].slices.append((since[p], t, run_cpu[p]))
+            elif st[p] is None:
+                # Running before the trace began: what it ran before is unknown.
+                begin(p, t)
+            tl[p].end = t
+            if e.prev_runnable:
+                st[p], since[p] = "ready", t
+            else:
+                _push(tl[p].demand, "compute", acc[p])
+                acc[p] = 0
+                st[p], since[p] = "blocked", t
+        p = e.next_pid
+        if p in wanted:
+            if st[p] == "ready":
+                tl[p].waits.append(t - since[p])
+            begin(p, t)
+            st[p], since[p], run_cpu[p] = "run", t, e.cpu
+            tl[p].cpus.add(e.cpu)
+    result = []
+    for p in wanted:
+        if st[p] == "run":
+            # Cut off by the end of the trace: the CPU time counts, the slice does not.
+            end = tl[p].end
+            acc[p] += end - since[p]
+        _push(tl[p].demand, "compute", acc[p])
+        result.append(tl[p])
+    result.sort(key=lambda x: (_name_number(x.comm), x.pid))
+    return result
+
+
+def other_load(events: Sequence[SchedEvent], tls: Sequence[Timeline]) -> dict[int, list[tuple[int, int]]]:
+    """Per CPU, the stretches ``(start, end)`` in which a task that is neither one of
+    ``tls``'s threads nor the idle task (pid 0) ran: what the vCPU threads competed with.
+    Before a CPU's first switch its occupant is unknown and taken as idle."""
+    mine = {x.pid for x in tls}
+    busy_since: dict[int, int] = {}
+    out: dict[int, list[tuple[int, int]]] = {}
+    for e in sorted(events, key=lambda e: e.t_ns):
+        if e.kind != "switch":
+            continue
+        other = e.next_pid != 0 and e.next_pid not in mine
+        if e.cpu in busy_since and not other:
+            out.setdefault(e.cpu, []).append((busy_since.pop(e.cpu), e.t_ns))
+        elif other and e.cpu not in busy_since:
+            busy_since[e.cpu] = e.t_ns
+    end = max(e.t_ns for e in events)
+    for cpu, since in busy_since.items():
+        out.setdefault(cpu, []).append((since, end))
+    return out
+
+
+def _name_number(comm: str) -> int:
+    m = re.search(r"\d+", comm)
+    return int(m.group()) if m else 1 << 30
+
+
+def host_cpus(events: Sequence[SchedEvent]) -> int:
+    """The host's CPU count as the trace shows it: one more than the highest CPU any event
+    was recorded on (a trace does not carry the count itself; an idle CPU that recorded
+    nothing is missed, hence ``--cpus``)."""
+    return max(e.cpu for e in events) + 1
+
+
+def _cpu_list(cpus: Iterable[int]) -> str:
+    xs = sorted(set(cpus))
+    parts, i = [], 0
+    while i < len(xs):
+        j = i
+        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
+            j += 1
+        parts.append(str(xs[i]) if i == j else f"{xs[i]}-{xs[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def _ns(n: int) -> str:
+    return f"{n}ns"
+
+
+def scenario_text(
+    tls: Sequence[Timeline],
+    *,
+    source: str,
+    cpus: int,
+    affinity: str = "seen",
+    scheduler: str = "eevdf",
+    threads: str = DEFAULT_THREADS,
+    seed: int = 1,
+    others: Optional[dict[int, list[tuple[int, int]]]] = None,
+) -> str:
+    """A scenario (TOML) that replays the timelines' demand: one VM with a vCPU per
+    thread, each running a program of the thread's bursts. Time 0 is the first event of
+    any of the threads; each program first sleeps until its thread's first event, and
+    after its last burst sleeps past the end. ``affinity``: ``"seen"`` (the CPUs each
+    thread ran on in the trace), ``"all"`` (every pCPU), or a cpu-list for every vCPU.
+    ``others`` (:func:`other_load`): the other tasks' CPU time, replayed per CPU as a host
+    thread pinned to it (busy stretches as compute, the gaps as sleeps)."""
+    t0 = min(x.start for x in tls)
+    t1 = max(x.end for x in tls)
+    span = max(t1 - t0, 1_000)
+    if affinity == "seen":
+        aff = [_cpu_list(x.cpus) if x.cpus else f"0-{cpus - 1}" for x in tls]
+    elif affinity == "all":
+        aff = [f"0-{cpus - 1}"] * len(tls)
+    else:
+        aff = [affinity] * len(tls)
+    lines = [
+        f"# Replays {len(tls)} thread(s) of {source} matching {threads}:",
+        "# `vcpulab import-trace` wrote it. Each vCPU's program is its thread's demand: the CPU",
+        "# time of each run burst (compute) and the time to its next wake-up (sleep).",
+        "# Affinity: " + {"seen": "the CPUs each thread was seen running on.",
+                          "all": "every pCPU."}.get(affinity, f"{affinity} (given)"),
+        "# Other tasks: " + ("replayed per CPU by the host threads others-cpuN (their CPU time there)."
+                             if others else "left out."),
+        f"name = {_toml_str('trace ' + _basename(source))}",
+        f"duration = \"{span}ns\"",
+        f"seed = {seed}",
+        "",
+        "[host]",
+        f"cores_per_socket = {cpus}",
+        "",
+        "[scheduler]",
+        f"name = {_toml_str(scheduler)}",
+        "",
+        "[[vm]]",
+        'name = "traced"',
+        f"vcpus = {len(tls)}",
+        "affinity = [" + ", ".join(_toml_str(a) for a in aff) + "]",
+    ]
+    for i, x in enumerate(tls):
+        ops = []
+        if x.start > t0:
+            ops.append(("sleep", x.start - t0))
+        ops.extend(x.demand)
+        ops.append(("sleep", span + 1_000_000_000))  # past the end: the program never loops
+        lines += [
+            "",
+            f"# vcpu {i}: thread {x.comm!r} (pid {x.pid}), {x.cpu_ns / 1e6:.3f} ms of CPU in "
+            f"{sum(1 for k, _ in x.demand if k == 'compute')} burst(s)",
+            "[[vm.workload]]",
+            'kind = "program"',
+            "threads = 1",
+            f"vcpus = [{i}]",
+            "ops = [",
+        ]
+        for kind, n in ops:
+            key = "duration"
+            lines.append(f'  {{ op = "{kind}", {key} = "{_ns(n)}" }},')
+        lines.append("]")
+    for cpu, stretches in sorted((others or {}).items()):
+        ops = []
+        at = t0
+        for a, b in stretches:
+            a, b = max(a, t0), min(b, t1)
+            if b <= a:
+                continue
+            ops += [("sleep", a - at), ("compute", b - a)]
+            at = b
+        ops = [(k, n) for k, n in ops if n > 0]
+        if not any(k == "compute" for k, _ in ops):
+            continue
+        ops.append(("sleep", span + 1_000_000_000))
+        busy = sum(n for k, n in ops if k == "compute")
+        lines += [
+            "",
+            f"# the other tasks on CPU {cpu}: {busy / 1e6:.3f} ms of CPU in "
+            f"{sum(1 for k, _ in ops if k == 'compute')} stretch(es)",
+            "[[host_thread]]",
+            f'name = "others-cpu{cpu}"',
+            f'affinity = "{cpu}"',
+            "[host_thread.workload]",
+            'kind = "program"',
+            "ops = [",
+        ]
+        lines += [f'  {{ op = "{k}", duration = "{_ns(n)}" }},' for k, n in ops]
+        lines.append("]")
+    return "\n".join(lines) + "\n"
+
+
+def _toml_str(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _basename(p: str) -> str:
+    import os
+
+    return os.path.basename(p)
+
+
+# ---------------------------------------------------------------------------------------
+# The simulated side, and the comparison
+
+
+def sim_timelines(trace_events: Sequence[dict], vm: str = "traced") -> list[Timeline]:
+    """The simulated vCPUs of ``vm``, measured as :func:`timelines` measures real
+    threads, from a vcpulab trace's events (:meth:`vcpulab.tracing.Trace.events`): run
+    slices (``X`` events on the pCPU tracks), waits from a ``wake`` or ``preempted``
+    instant to the next slice, migrations between consecutive slices."""
+    per: dict[int, list[tuple[int, int, str, int]]] = {}
+    for e in trace_events:
+        a = e.get("args") or {}
+        if a.get("vm") != vm or "vcpu" not in a:
+            continue
+        v = int(a["vcpu"])
+        if e.get("ph") == "X":
+            s = round(e["ts"] * 1000)
+            per.setdefault(v, []).append((s, 1, "run", round(e["dur"] * 1000) * 4096 + int(e["tid"])))
+        elif e.get("ph") == "i" and e.get("name") in ("wake", "preempted"):
+            per.setdefault(v, []).append((round(e["ts"] * 1000), 0, "ready", 0))
+    out = []
+    for v in sorted(per):
+        tl = Timeline(pid=v, comm=f"vcpu{v}")
+        ready: Optional[int] = None
+        for t, _, kind, x in sorted(per[v]):
+            if kind == "ready":
+                if ready is None:
+                    ready = t
+            else:
+                dur, cpu = divmod(x, 4096)
+                if ready is not None:
+                    tl.waits.append(t - ready)
+                    ready = None
+                tl.slices.append((t, t + dur, cpu))
+                tl.cpus.add(cpu)
+        out.append(tl)
+    return out
+
+
+def ks_distance(a: Sequence[float], b: Sequence[float]) -> float:
+    """The two-sample Kolmogorov-Smirnov statistic: the largest gap between the two
+    empirical distribution functions, in [0, 1]; 0 for identical samples, 1 for samples
+    that do not overlap. NaN if either is empty."""
+    if not a or not b:
+        return math.nan
+    xs, ys = sorted(a), sorted(b)
+    d = 0.0
+    for v in sorted(set(xs) | set(ys)):
+        fa = bisect.bisect_right(xs, v) / len(xs)
+        fb = bisect.bisect_right(ys, v) / len(ys)
+        d = max(d, abs(fa - fb))
+    return d
+
+
+def count_distance(a: int, b: int) -> float:
+    """Distance of two counts in [0, 1]: |a - b| / max(a, b); 0 if both are 0."""
+    return 0.0 if a == b else abs(a - b) / max(a, b)
+
+
+@dataclass
+class Row:
+    vcpu: int
+    thread: str
+    wait_real: list[int]
+    wait_sim: list[int]
+    run_real: list[int]
+    run_sim: list[int]
+    mig_real: int
+    mig_sim: int
+
+    @property
+    def d_wait(self) -> float:
+        return ks_distance(self.wait_real, self.wait_sim)
+
+    @property
+    def d_run(self) -> float:
+        return ks_distance(self.run_real, self.run_sim)
+
+    @property
+    def d_mig(self) -> float:
+        return count_distance(self.mig_real, self.mig_sim)
+
+
+def realism(rows: Sequence[Row]) -> float:
+    """The overall realism score, in [0, 1] (1 = the simulated vCPUs are indistinguishable
+    from the real threads by these measures): 1 minus the mean of every vCPU's three
+    distances (KS of waits, KS of run slices, relative difference of migrations); a
+    distance that cannot be computed (no sample on one side) counts as 1 unless both sides
+    have none, when it is left out."""
+    ds = []
+    for r in rows:
+        for d, a, b in ((r.d_wait, r.wait_real, r.wait_sim), (r.d_run, r.run_real, r.run_sim)):
+            if math.isnan(d):
+                if a or b:
+                    ds.append(1.0)
+            else:
+                ds.append(d)
+        ds.append(r.d_mig)
+    return 1.0 - sum(ds) / len(ds) if ds else math.nan
+
+
+def compare(real: Sequence[Timeline], sim: Sequence[Timeline]) -> list[Row]:
+    """One row per real thread (vCPU i is the i-th thread)."""
+    by = {s.pid: s for s in sim}
+    rows = []
+    for i, r in enumerate(real):
+        s = by.get(i, Timeline(i, f"vcpu{i}"))
+        rows.append(Row(i, r.comm, r.waits, s.waits, r.run_lengths, s.run_lengths, r.migrations, s.migrations))
+    return rows
+
+
+def _q(xs: Sequence[int], q: float) -> float:
+    if not xs:
+        return math.nan
+    ys = sorted(xs)
+    return ys[min(len(ys) - 1, int(q * len(ys)))]
+
+
+def format_table(rows: Sequence[Row], score: float) -> str:
+    """The comparison as text, at most 100 columns: per vCPU the median and p95 (us) of
+    real (R) and simulated (S) waits and run slices with their KS distance, migrations
+    with their relative difference; then the realism score."""
+    def us(v: float) -> str:
+        return "-" if math.isnan(v) else f"{v / 1000:.0f}"
+
+    def d(v: float) -> str:
+        return "-" if math.isnan(v) else f"{v:.2f}"
+
+    head = (f"{'vcpu':<5}{'thread':<10}{'wait p50/p95 us':>22}{'KS':>6}"
+            f"{'slice p50/p95 us':>24}{'KS':>6}{'migr':>12}{'d':>6}")
+    sub = f"{'':<15}{'real':>11}{'sim':>11}{'':>6}{'real':>12}{'sim':>12}{'':>6}{'real/sim':>12}"
+    lines = [head, sub]
+    for r in rows:
+        lines.append(
+            f"{r.vcpu:<5}{_clip(r.thread, 9):<10}"
+            f"{us(_q(r.wait_real, .5)) + '/' + us(_q(r.wait_real, .95)):>11}"
+            f"{us(_q(r.wait_sim, .5)) + '/' + us(_q(r.wait_sim, .95)):>11}{d(r.d_wait):>6}"
+            f"{us(_q(r.run_real, .5)) + '/' + us(_q(r.run_real, .95)):>12}"
+            f"{us(_q(r.run_sim, .5)) + '/' + us(_q(r.run_sim, .95)):>12}{d(r.d_run):>6}"
+            f"{str(r.mig_real) + '/' + str(r.mig_sim):>12}{d(r.d_mig):>6}"
+        )
+    lines.append(
+        f"realism score {score:.2f} (1 = same distributions; 1 - mean of the KS and migration distances)"
+    )
+    return "\n".join(lines)
