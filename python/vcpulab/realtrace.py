@@ -193,6 +193,7 @@ def read_perfetto(path: str, data: Optional[bytes] = None) -> list[SchedEvent]:
     except Exception as e:  # protobuf's DecodeError; its text says what was wrong
         raise TraceFormatError(f"{path}: not a Perfetto protobuf trace: {e}") from None
     out: list[SchedEvent] = []
+    last_next: dict[int, tuple[int, str]] = {}  # compact_sched: per CPU, the task last switched to
     for n, packet in enumerate(trace.packet):
         if not packet.HasField("ftrace_events"):
             continue
@@ -211,7 +212,7 @@ def read_perfetto(path: str, data: Optional[bytes] = None) -> list[SchedEvent]:
                 out.append(SchedEvent(ev.timestamp, cpu, "waking", pid=ev.sched_wakeup.pid,
                                       comm=ev.sched_wakeup.comm))
         if bundle.HasField("compact_sched"):
-            out.extend(_compact_events(path, n, cpu, bundle.compact_sched))
+            out.extend(_compact_events(path, n, cpu, bundle.compact_sched, last_next))
     if not out:
         raise TraceFormatError(
             f"{path}: no sched_switch or sched_waking events in this Perfetto trace (enable the ftrace "
@@ -221,9 +222,10 @@ def read_perfetto(path: str, data: Optional[bytes] = None) -> list[SchedEvent]:
     return out
 
 
-def _compact_events(path: str, packet: int, cpu: int, c) -> Iterator[SchedEvent]:
+def _compact_events(path: str, packet: int, cpu: int, c, last_next: dict[int, tuple[int, str]]) -> Iterator[SchedEvent]:
     # compact_sched: timestamps are deltas; comms are indices into an intern table; the
-    # previous task of a switch is the next task of the cpu's previous switch.
+    # previous task of a switch is the next task of the CPU's previous switch (in this
+    # bundle or an earlier one), unknown (pid -1) for a CPU's first switch.
     table = list(c.intern_table)
 
     def comm(i: int) -> str:
@@ -232,15 +234,13 @@ def _compact_events(path: str, packet: int, cpu: int, c) -> Iterator[SchedEvent]
         return table[i]
 
     t = 0
-    prev_pid, prev_comm = -1, ""
     for i, dt in enumerate(c.switch_timestamp):
         t += dt
         nxt, ncomm = c.switch_next_pid[i], comm(c.switch_next_comm_index[i])
-        state = c.switch_prev_state[i]
-        if prev_pid >= 0:
-            yield SchedEvent(t, cpu, "switch", prev_pid=prev_pid, prev_comm=prev_comm,
-                             prev_runnable=(state & _STATE_BITS) == 0, next_pid=nxt, next_comm=ncomm)
-        prev_pid, prev_comm = nxt, ncomm
+        prev_pid, prev_comm = last_next.get(cpu, (-1, ""))
+        yield SchedEvent(t, cpu, "switch", prev_pid=prev_pid, prev_comm=prev_comm,
+                         prev_runnable=(c.switch_prev_state[i] & _STATE_BITS) == 0, next_pid=nxt, next_comm=ncomm)
+        last_next[cpu] = (nxt, ncomm)
     t = 0
     for i, dt in enumerate(c.waking_timestamp):
         t += dt
@@ -356,9 +356,14 @@ def timelines(events: Sequence[SchedEvent], threads: str = DEFAULT_THREADS, path
     # A thread renamed after it started (prctl) is known by its last name.
     wanted = {pid for pid, c in names.items() if pid > 0 and rx.fullmatch(c)}
     if not wanted:
-        seen = sorted({c for p, c in names.items() if p > 0})
+        # The busiest names first: the threads meant are usually among them.
+        count: dict[str, int] = {}
+        for e in events:
+            c = e.next_comm if e.kind == "switch" else e.comm
+            count[c] = count.get(c, 0) + 1
+        seen = sorted((c for c in count if not c.startswith("swapper")), key=lambda c: (-count[c], c))
         raise TraceFormatError(
-            f"{path}: no thread's name matches --threads {threads!r}; names in the trace include: "
+            f"{path}: no thread's name matches --threads {threads!r}; the most active in the trace: "
             + ", ".join(seen[:12]) + (" ..." if len(seen) > 12 else "")
         )
     # state: None unknown, "run", "ready", "blocked"
@@ -480,16 +485,18 @@ def scenario_text(
     threads: str = DEFAULT_THREADS,
     seed: int = 1,
     others: Optional[dict[int, list[tuple[int, int]]]] = None,
+    end: Optional[int] = None,
 ) -> str:
     """A scenario (TOML) that replays the timelines' demand: one VM with a vCPU per
     thread, each running a program of the thread's bursts. Time 0 is the first event of
-    any of the threads; each program first sleeps until its thread's first event, and
-    after its last burst sleeps past the end. ``affinity``: ``"seen"`` (the CPUs each
+    any of the threads, and the run lasts to ``end`` (the trace's last event; default the
+    threads' last); each program first sleeps until its thread's first event, and after
+    its last burst sleeps past the end. ``affinity``: ``"seen"`` (the CPUs each
     thread ran on in the trace), ``"all"`` (every pCPU), or a cpu-list for every vCPU.
     ``others`` (:func:`other_load`): the other tasks' CPU time, replayed per CPU as a host
     thread pinned to it (busy stretches as compute, the gaps as sleeps)."""
     t0 = min(x.start for x in tls)
-    t1 = max(x.end for x in tls)
+    t1 = max([x.end for x in tls] + [end or 0])
     span = max(t1 - t0, 1_000)
     if affinity == "seen":
         aff = [_cpu_list(x.cpus) if x.cpus else f"0-{cpus - 1}" for x in tls]
@@ -588,7 +595,8 @@ def sim_timelines(trace_events: Sequence[dict], vm: str = "traced") -> list[Time
     """The simulated vCPUs of ``vm``, measured as :func:`timelines` measures real
     threads, from a vcpulab trace's events (:meth:`vcpulab.tracing.Trace.events`): run
     slices (``X`` events on the pCPU tracks), waits from a ``wake`` or ``preempted``
-    instant to the next slice, migrations between consecutive slices."""
+    instant to the next slice (a ``halt`` ends a wait that led to no slice: zero-length
+    runs leave none), migrations between consecutive slices."""
     per: dict[int, list[tuple[int, int, str, int]]] = {}
     for e in trace_events:
         a = e.get("args") or {}
@@ -598,16 +606,22 @@ def sim_timelines(trace_events: Sequence[dict], vm: str = "traced") -> list[Time
         if e.get("ph") == "X":
             s = round(e["ts"] * 1000)
             per.setdefault(v, []).append((s, 1, "run", round(e["dur"] * 1000) * 4096 + int(e["tid"])))
-        elif e.get("ph") == "i" and e.get("name") in ("wake", "preempted"):
-            per.setdefault(v, []).append((round(e["ts"] * 1000), 0, "ready", 0))
+        elif e.get("ph") == "i" and e.get("name") in ("wake", "preempted", "halt"):
+            per.setdefault(v, []).append((round(e["ts"] * 1000), 0, e["name"], 0))
     out = []
     for v in sorted(per):
         tl = Timeline(pid=v, comm=f"vcpu{v}")
         ready: Optional[int] = None
         for t, _, kind, x in sorted(per[v]):
-            if kind == "ready":
+            if kind == "wake":
                 if ready is None:
                     ready = t
+            elif kind == "preempted":
+                ready = t
+            elif kind == "halt":
+                # A dispatch too short to leave a slice (a program's first op a sleep) ends
+                # in a halt: the vCPU is no longer waiting.
+                ready = None
             else:
                 dur, cpu = divmod(x, 4096)
                 if ready is not None:

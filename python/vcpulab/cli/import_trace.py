@@ -85,7 +85,8 @@ def cmd_import_trace(args: argparse.Namespace) -> int:
         raise CliError(f"--cpus {cpus}: the trace has events on CPU {seen_cpus - 1}")
     text = rt.scenario_text(tls, source=args.trace, cpus=cpus, affinity=args.affinity,
                             scheduler=args.scheduler, threads=args.threads, seed=args.seed,
-                            others=rt.other_load(events, tls) if args.others == "per-cpu" else None)
+                            others=rt.other_load(events, tls) if args.others == "per-cpu" else None,
+                            end=max(e.t_ns for e in events))
     parent = os.path.dirname(args.out)
     if parent:
         os.makedirs(parent, exist_ok=True)
@@ -95,7 +96,7 @@ def cmd_import_trace(args: argparse.Namespace) -> int:
     from ..api import validate
 
     validate(args.out)  # a bad --scheduler or --affinity is reported with the key it went to
-    span = max(x.end for x in tls) - min(x.start for x in tls)
+    span = max(e.t_ns for e in events) - min(x.start for x in tls)
     err(f"vcpulab: wrote {args.out}: {len(tls)} vCPU(s) ({', '.join(x.comm for x in tls)}), "
         f"{cpus} pCPU(s), {span / 1e6:.1f} ms")
     if not args.compare:
