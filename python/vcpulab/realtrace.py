@@ -252,8 +252,9 @@ def perfetto_bytes(events: Sequence[SchedEvent]) -> bytes:
     sched_waking events (one bundle per CPU and run of events), written with the
     ``perfetto`` package's protos. Used to turn a ``perf sched script`` trace into a
     Perfetto one (``vcpulab import-trace X.txt --to-perfetto X.pftrace``); the result
-    opens in ui.perfetto.dev and reads back through :func:`read_perfetto`. The prio fields
-    are written as 120 (perf's text carries them, but nothing here reads them)."""
+    reads back through :func:`read_perfetto` (not checked here against Perfetto's own
+    tools). ``prev_state`` is 0 (preempted) or 1 (TASK_INTERRUPTIBLE: blocked), the only
+    distinction the events keep; the prio fields are written as 120."""
     pb = _perfetto_trace_class()
     trace = pb.Trace()
     bundle = None
@@ -712,30 +713,43 @@ def _q(xs: Sequence[int], q: float) -> float:
     return ys[min(len(ys) - 1, int(q * len(ys)))]
 
 
-def format_table(rows: Sequence[Row], score: float) -> str:
-    """The comparison as text, at most 100 columns: per vCPU the median and p95 (us) of
-    real (R) and simulated (S) waits and run slices with their KS distance, migrations
-    with their relative difference; then the realism score."""
-    def us(v: float) -> str:
-        return "-" if math.isnan(v) else f"{v / 1000:.0f}"
+def _short_time(ns: float) -> str:
+    """A duration in at most 5 characters: 23us, 2.7ms, 272ms, 1.4s."""
+    if math.isnan(ns):
+        return "-"
+    us = ns / 1000
+    if us < 1000:
+        return f"{us:.0f}us"
+    if us < 10_000:
+        return f"{us / 1000:.1f}ms"
+    if us < 1_000_000:
+        return f"{us / 1000:.0f}ms"
+    return f"{us / 1e6:.1f}s"
 
+
+def format_table(rows: Sequence[Row], score: float) -> str:
+    """The comparison as text, at most 100 columns: per vCPU the median and p95 of real and
+    simulated run-queue waits and run slices with their KS distance, migrations with
+    their relative difference; then the realism score."""
     def d(v: float) -> str:
         return "-" if math.isnan(v) else f"{v:.2f}"
 
-    head = (f"{'vcpu':<5}{'thread':<10}{'wait p50/p95 us':>22}{'KS':>6}"
-            f"{'slice p50/p95 us':>24}{'KS':>6}{'migr':>12}{'d':>6}")
-    sub = f"{'':<15}{'real':>11}{'sim':>11}{'':>6}{'real':>12}{'sim':>12}{'':>6}{'real/sim':>12}"
-    lines = [head, sub]
+    def pair(xs: Sequence[int]) -> str:
+        return f"{_short_time(_q(xs, .5))}/{_short_time(_q(xs, .95))}"
+
+    lines = [
+        f"{'':<15} {'run-queue wait p50/p95':^29} {'run slice p50/p95':^29} {'migrations':^19}".rstrip(),
+        f"{'vcpu':<4} {'thread':<10} {'real':>11} {'sim':>11} {'KS':>5} {'real':>11} {'sim':>11} {'KS':>5} "
+        f"{'real':>6} {'sim':>6} {'d':>5}",
+    ]
     for r in rows:
         lines.append(
-            f"{r.vcpu:<5}{_clip(r.thread, 9):<10}"
-            f"{us(_q(r.wait_real, .5)) + '/' + us(_q(r.wait_real, .95)):>11}"
-            f"{us(_q(r.wait_sim, .5)) + '/' + us(_q(r.wait_sim, .95)):>11}{d(r.d_wait):>6}"
-            f"{us(_q(r.run_real, .5)) + '/' + us(_q(r.run_real, .95)):>12}"
-            f"{us(_q(r.run_sim, .5)) + '/' + us(_q(r.run_sim, .95)):>12}{d(r.d_run):>6}"
-            f"{str(r.mig_real) + '/' + str(r.mig_sim):>12}{d(r.d_mig):>6}"
+            f"{r.vcpu:<4} {_clip(r.thread, 10):<10} {pair(r.wait_real):>11} {pair(r.wait_sim):>11} {d(r.d_wait):>5} "
+            f"{pair(r.run_real):>11} {pair(r.run_sim):>11} {d(r.d_run):>5} "
+            f"{r.mig_real:>6} {r.mig_sim:>6} {d(r.d_mig):>5}"
         )
+    lines.append("KS: two-sample Kolmogorov-Smirnov distance; d: |real - sim| / max(real, sim)")
     lines.append(
-        f"realism score {score:.2f} (1 = same distributions; 1 - mean of the KS and migration distances)"
+        f"realism score {score:.2f} (1 - the mean of all distances above; 1 = indistinguishable)"
     )
     return "\n".join(lines)

@@ -164,8 +164,12 @@ def test_import_trace_writes_a_scenario_that_runs_and_compare_prints_the_table(t
     assert code == 0, err
     assert f"wrote {out}: 4 vCPU(s) (vcpu0, vcpu1, vcpu2, vcpu3), 2 pCPU(s)" in err
     lines = stdout.splitlines()
-    assert lines[0].split()[:3] == ["vcpu", "thread", "wait"]
+    assert lines[0].split()[:3] == ["run-queue", "wait", "p50/p95"]
+    assert lines[1].split() == ["vcpu", "thread", "real", "sim", "KS", "real", "sim", "KS", "real", "sim", "d"]
     assert [ln.split()[1] for ln in lines[2:6]] == ["vcpu0", "vcpu1", "vcpu2", "vcpu3"]
+    # The real side is fixed by the committed trace: vcpu1's waits and slices, migrations.
+    assert lines[3].split()[2] == "214us/4.0ms" and lines[3].split()[5] == "167us/572us"
+    assert [ln.split()[8] for ln in lines[2:6]] == ["1", "0", "0", "1"]
     assert lines[-1].startswith("realism score ")
     assert 0.0 <= float(lines[-1].split()[2]) <= 1.0
     assert max(len(ln) for ln in lines) <= 100
