@@ -39,6 +39,8 @@ __all__ = [
     "compare",
     "ks_distance",
     "other_load",
+    "other_timelines",
+    "vcpu_slots",
     "perfetto_bytes",
     "read_events",
     "read_perf_script",
@@ -78,6 +80,11 @@ class SchedEvent:
     prev_runnable: bool = False
     next_pid: int = 0
     next_comm: str = ""
+    # The kernel's prio (100..139 = nice -20..19 for normal tasks; below 100 real-time):
+    # of ``pid`` for a wake-up, of the two tasks for a switch.
+    prio: int = 120
+    prev_prio: int = 120
+    next_prio: int = 120
 
 
 # ---------------------------------------------------------------------------------------
@@ -91,14 +98,14 @@ _HEAD = re.compile(
 # `perf sched script` prints the tracepoints' own format (field=value); older perf
 # versions print a short form (`comm:pid [prio] S ==> comm:pid [prio]`).
 _SWITCH = re.compile(
-    r"^prev_comm=(?P<pc>.*?) prev_pid=(?P<pp>-?\d+) prev_prio=-?\d+ prev_state=(?P<ps>\S+) ==> "
-    r"next_comm=(?P<nc>.*?) next_pid=(?P<np>-?\d+) next_prio=-?\d+\s*$"
+    r"^prev_comm=(?P<pc>.*?) prev_pid=(?P<pp>-?\d+) prev_prio=(?P<pr>-?\d+) prev_state=(?P<ps>\S+) ==> "
+    r"next_comm=(?P<nc>.*?) next_pid=(?P<np>-?\d+) next_prio=(?P<nr>-?\d+)\s*$"
 )
 _SWITCH_SHORT = re.compile(
-    r"^(?P<pc>.*?):(?P<pp>-?\d+) \[-?\d+\] (?P<ps>\S+) ==> (?P<nc>.*?):(?P<np>-?\d+) \[-?\d+\]\s*$"
+    r"^(?P<pc>.*?):(?P<pp>-?\d+) \[(?P<pr>-?\d+)\] (?P<ps>\S+) ==> (?P<nc>.*?):(?P<np>-?\d+) \[(?P<nr>-?\d+)\]\s*$"
 )
-_WAKE = re.compile(r"^comm=(?P<c>.*?) pid=(?P<p>-?\d+) prio=-?\d+")
-_WAKE_SHORT = re.compile(r"^(?P<c>.*?):(?P<p>-?\d+) \[-?\d+\]")
+_WAKE = re.compile(r"^comm=(?P<c>.*?) pid=(?P<p>-?\d+) prio=(?P<r>-?\d+)")
+_WAKE_SHORT = re.compile(r"^(?P<c>.*?):(?P<p>-?\d+) \[(?P<r>-?\d+)\]")
 _WAKE_EVENTS = ("sched:sched_waking", "sched:sched_wakeup", "sched:sched_wakeup_new")
 
 
@@ -139,7 +146,7 @@ def read_perf_script(path: str, text: Optional[str] = None) -> list[SchedEvent]:
                 )
             out.append(SchedEvent(t_ns, cpu, "switch", prev_pid=int(s["pp"]), prev_comm=s["pc"],
                                   prev_runnable=_runnable_text(s["ps"]), next_pid=int(s["np"]),
-                                  next_comm=s["nc"]))
+                                  next_comm=s["nc"], prev_prio=int(s["pr"]), next_prio=int(s["nr"])))
         elif event in _WAKE_EVENTS:
             s = _WAKE.match(rest) or _WAKE_SHORT.match(rest)
             if s is None:
@@ -147,7 +154,7 @@ def read_perf_script(path: str, text: Optional[str] = None) -> list[SchedEvent]:
                     f"{path}:{no}: {event.split(':')[1]} fields not understood (expected comm= pid= prio=): "
                     f"{_clip(rest)!r}"
                 )
-            out.append(SchedEvent(t_ns, cpu, "waking", pid=int(s["p"]), comm=s["c"]))
+            out.append(SchedEvent(t_ns, cpu, "waking", pid=int(s["p"]), comm=s["c"], prio=int(s["r"])))
     if not out:
         raise TraceFormatError(
             f"{path}: no sched_switch or sched_waking events (record with `perf sched record`, "
@@ -193,7 +200,7 @@ def read_perfetto(path: str, data: Optional[bytes] = None) -> list[SchedEvent]:
     except Exception as e:  # protobuf's DecodeError; its text says what was wrong
         raise TraceFormatError(f"{path}: not a Perfetto protobuf trace: {e}") from None
     out: list[SchedEvent] = []
-    last_next: dict[int, tuple[int, str]] = {}  # compact_sched: per CPU, the task last switched to
+    last_next: dict[int, tuple[int, str, int]] = {}  # compact_sched: per CPU, the task last switched to
     for n, packet in enumerate(trace.packet):
         if not packet.HasField("ftrace_events"):
             continue
@@ -204,13 +211,13 @@ def read_perfetto(path: str, data: Optional[bytes] = None) -> list[SchedEvent]:
                 s = ev.sched_switch
                 out.append(SchedEvent(ev.timestamp, cpu, "switch", prev_pid=s.prev_pid, prev_comm=s.prev_comm,
                                       prev_runnable=(s.prev_state & _STATE_BITS) == 0, next_pid=s.next_pid,
-                                      next_comm=s.next_comm))
+                                      next_comm=s.next_comm, prev_prio=s.prev_prio, next_prio=s.next_prio))
             elif ev.HasField("sched_waking"):
-                out.append(SchedEvent(ev.timestamp, cpu, "waking", pid=ev.sched_waking.pid,
-                                      comm=ev.sched_waking.comm))
+                w = ev.sched_waking
+                out.append(SchedEvent(ev.timestamp, cpu, "waking", pid=w.pid, comm=w.comm, prio=w.prio))
             elif ev.HasField("sched_wakeup"):
-                out.append(SchedEvent(ev.timestamp, cpu, "waking", pid=ev.sched_wakeup.pid,
-                                      comm=ev.sched_wakeup.comm))
+                w = ev.sched_wakeup
+                out.append(SchedEvent(ev.timestamp, cpu, "waking", pid=w.pid, comm=w.comm, prio=w.prio))
         if bundle.HasField("compact_sched"):
             out.extend(_compact_events(path, n, cpu, bundle.compact_sched, last_next))
     if not out:
@@ -222,7 +229,7 @@ def read_perfetto(path: str, data: Optional[bytes] = None) -> list[SchedEvent]:
     return out
 
 
-def _compact_events(path: str, packet: int, cpu: int, c, last_next: dict[int, tuple[int, str]]) -> Iterator[SchedEvent]:
+def _compact_events(path: str, packet: int, cpu: int, c, last_next: dict[int, tuple[int, str, int]]) -> Iterator[SchedEvent]:
     # compact_sched: timestamps are deltas; comms are indices into an intern table; the
     # previous task of a switch is the next task of the CPU's previous switch (in this
     # bundle or an earlier one), unknown (pid -1) for a CPU's first switch.
@@ -237,14 +244,17 @@ def _compact_events(path: str, packet: int, cpu: int, c, last_next: dict[int, tu
     for i, dt in enumerate(c.switch_timestamp):
         t += dt
         nxt, ncomm = c.switch_next_pid[i], comm(c.switch_next_comm_index[i])
-        prev_pid, prev_comm = last_next.get(cpu, (-1, ""))
+        nprio = c.switch_next_prio[i] if i < len(c.switch_next_prio) else 120
+        prev_pid, prev_comm, prev_prio = last_next.get(cpu, (-1, "", 120))
         yield SchedEvent(t, cpu, "switch", prev_pid=prev_pid, prev_comm=prev_comm,
-                         prev_runnable=(c.switch_prev_state[i] & _STATE_BITS) == 0, next_pid=nxt, next_comm=ncomm)
-        last_next[cpu] = (nxt, ncomm)
+                         prev_runnable=(c.switch_prev_state[i] & _STATE_BITS) == 0, next_pid=nxt, next_comm=ncomm,
+                         prev_prio=prev_prio, next_prio=nprio)
+        last_next[cpu] = (nxt, ncomm, nprio)
     t = 0
     for i, dt in enumerate(c.waking_timestamp):
         t += dt
-        yield SchedEvent(t, cpu, "waking", pid=c.waking_pid[i], comm=comm(c.waking_comm_index[i]))
+        yield SchedEvent(t, cpu, "waking", pid=c.waking_pid[i], comm=comm(c.waking_comm_index[i]),
+                         prio=c.waking_prio[i] if i < len(c.waking_prio) else 120)
 
 
 def perfetto_bytes(events: Sequence[SchedEvent]) -> bytes:
@@ -254,7 +264,8 @@ def perfetto_bytes(events: Sequence[SchedEvent]) -> bytes:
     Perfetto one (``vcpulab import-trace X.txt --to-perfetto X.pftrace``); the result
     reads back through :func:`read_perfetto` (not checked here against Perfetto's own
     tools). ``prev_state`` is 0 (preempted) or 1 (TASK_INTERRUPTIBLE: blocked), the only
-    distinction the events keep; the prio fields are written as 120."""
+    distinction the events keep; ``success`` is 1 and ``target_cpu`` the CPU the
+    wake-up was recorded on (perf's text has the target, but nothing here reads it)."""
     pb = _perfetto_trace_class()
     trace = pb.Trace()
     bundle = None
@@ -269,12 +280,12 @@ def perfetto_bytes(events: Sequence[SchedEvent]) -> bytes:
         if e.kind == "switch":
             ev.pid = e.prev_pid
             s = ev.sched_switch
-            s.prev_comm, s.prev_pid, s.prev_prio = e.prev_comm, e.prev_pid, 120
+            s.prev_comm, s.prev_pid, s.prev_prio = e.prev_comm, e.prev_pid, e.prev_prio
             s.prev_state = 0 if e.prev_runnable else 1  # TASK_INTERRUPTIBLE
-            s.next_comm, s.next_pid, s.next_prio = e.next_comm, e.next_pid, 120
+            s.next_comm, s.next_pid, s.next_prio = e.next_comm, e.next_pid, e.next_prio
         else:
             w = ev.sched_waking
-            w.comm, w.pid, w.prio, w.success, w.target_cpu = e.comm, e.pid, 120, 1, e.cpu
+            w.comm, w.pid, w.prio, w.success, w.target_cpu = e.comm, e.pid, e.prio, 1, e.cpu
     return trace.SerializeToString()
 
 
@@ -314,6 +325,7 @@ class Timeline:
     waits: list[int] = field(default_factory=list)  # runnable -> running, ns
     demand: list[tuple[str, int]] = field(default_factory=list)  # ("compute" | "sleep", ns)
     cpus: set[int] = field(default_factory=set)
+    prio: int = 120  # the prio of most of its events
 
     @property
     def migrations(self) -> int:
@@ -347,13 +359,7 @@ def timelines(events: Sequence[SchedEvent], threads: str = DEFAULT_THREADS, path
         rx = re.compile(threads)
     except re.error as e:
         raise TraceFormatError(f"--threads {threads!r}: not a regular expression: {e}") from None
-    names: dict[int, str] = {}
-    for e in events:
-        if e.kind == "switch":
-            names[e.prev_pid] = e.prev_comm
-            names[e.next_pid] = e.next_comm
-        else:
-            names[e.pid] = e.comm
+    names = _thread_names(events)
     # A thread renamed after it started (prctl) is known by its last name.
     wanted = {pid for pid, c in names.items() if pid > 0 and rx.fullmatch(c)}
     if not wanted:
@@ -367,6 +373,30 @@ def timelines(events: Sequence[SchedEvent], threads: str = DEFAULT_THREADS, path
             f"{path}: no thread's name matches --threads {threads!r}; the most active in the trace: "
             + ", ".join(seen[:12]) + (" ..." if len(seen) > 12 else "")
         )
+    return _follow(events, wanted, names)
+
+
+def _thread_names(events: Sequence[SchedEvent]) -> dict[int, str]:
+    names: dict[int, str] = {}
+    for e in events:
+        if e.kind == "switch":
+            names[e.prev_pid] = e.prev_comm
+            names[e.next_pid] = e.next_comm
+        else:
+            names[e.pid] = e.comm
+    return names
+
+
+def other_timelines(events: Sequence[SchedEvent], tls: Sequence[Timeline]) -> list[Timeline]:
+    """Every other task that ran in the trace (not one of ``tls``, not idle), followed as
+    :func:`timelines` follows the vCPU threads, ordered by pid."""
+    mine = {x.pid for x in tls}
+    ran = {e.next_pid for e in events if e.kind == "switch"}
+    wanted = {p for p in ran if p > 0 and p not in mine}
+    return sorted(_follow(events, wanted, _thread_names(events)), key=lambda x: x.pid)
+
+
+def _follow(events: Sequence[SchedEvent], wanted: set[int], names: dict[int, str]) -> list[Timeline]:
     # state: None unknown, "run", "ready", "blocked"
     st: dict[int, Optional[str]] = {p: None for p in wanted}
     since: dict[int, int] = {}
@@ -381,12 +411,15 @@ def timelines(events: Sequence[SchedEvent], threads: str = DEFAULT_THREADS, path
             tl[p].start = t
         tl[p].end = t
 
+    prios: dict[int, dict[int, int]] = {p: {} for p in wanted}
+    trace_end = 0
     for e in sorted(events, key=lambda e: e.t_ns):
-        t = e.t_ns
+        t = trace_end = e.t_ns
         if e.kind == "waking":
             p = e.pid
             if p not in wanted:
                 continue
+            prios[p][e.prio] = prios[p].get(e.prio, 0) + 1
             if st[p] == "blocked":
                 _push(tl[p].demand, "sleep", t - since[p])
             if st[p] in (None, "blocked"):
@@ -395,6 +428,7 @@ def timelines(events: Sequence[SchedEvent], threads: str = DEFAULT_THREADS, path
             continue
         p = e.prev_pid
         if p in wanted:
+            prios[p][e.prev_prio] = prios[p].get(e.prev_prio, 0) + 1
             if st[p] == "run":
                 acc[p] += t - since[p]
                 tl[p].slices.append((since[p], t, run_cpu[p]))
@@ -413,15 +447,20 @@ def timelines(events: Sequence[SchedEvent], threads: str = DEFAULT_THREADS, path
             if st[p] == "ready":
                 tl[p].waits.append(t - since[p])
             begin(p, t)
+            prios[p][e.next_prio] = prios[p].get(e.next_prio, 0) + 1
             st[p], since[p], run_cpu[p] = "run", t, e.cpu
             tl[p].cpus.add(e.cpu)
     result = []
     for p in wanted:
         if st[p] == "run":
-            # Cut off by the end of the trace: the CPU time counts, the slice does not.
-            end = tl[p].end
-            acc[p] += end - since[p]
+            # Cut off by the end of the trace: the CPU time to it counts, the slice does not.
+            acc[p] += trace_end - since[p]
+            tl[p].end = trace_end
         _push(tl[p].demand, "compute", acc[p])
+        if prios[p]:
+            # The prio of most of its events: a harness that sets nice after the thread
+            # starts, or resets it before it exits, shows another at the ends.
+            tl[p].prio = max(prios[p], key=lambda pr: (prios[p][pr], -pr))
         result.append(tl[p])
     result.sort(key=lambda x: (_name_number(x.comm), x.pid))
     return result
@@ -446,6 +485,29 @@ def other_load(events: Sequence[SchedEvent], tls: Sequence[Timeline]) -> dict[in
     for cpu, since in busy_since.items():
         out.setdefault(cpu, []).append((since, end))
     return out
+
+
+# The kernel's load weight of each nice level, -20..19 (sched_prio_to_weight in
+# kernel/sched/core.c; nice 0 = 1024, each level ~1.25x).
+_NICE_WEIGHT = (
+    88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916,
+    9548, 7620, 6100, 4904, 3906, 3121, 2501, 1991, 1586, 1277,
+    1024, 820, 655, 526, 423, 335, 272, 215, 172, 137,
+    110, 87, 70, 56, 45, 36, 29, 23, 18, 15,
+)
+
+
+NICE_0_WEIGHT = 1024
+
+
+def nice_weight(prio: int) -> Optional[int]:
+    """A scenario ``weight`` for a kernel prio of a normal task (100..139 = nice -20..19):
+    the kernel's load weight itself (nice 0 = 1024; weights are relative, and every VM
+    and host thread of an imported scenario states its own), capped at the scenario's
+    65535 (nice -20 and -19 only). None for a real-time prio."""
+    if not 100 <= prio <= 139:
+        return None
+    return min(65_535, _NICE_WEIGHT[prio - 100])
 
 
 def _name_number(comm: str) -> int:
@@ -476,6 +538,34 @@ def _ns(n: int) -> str:
     return f"{n}ns"
 
 
+def vcpu_slots(tls: Sequence[Timeline]) -> list[tuple[str, int]]:
+    """Where each thread's vCPU goes: ``(vm name, vCPU index in it)``. One VM ``traced``
+    when every thread has the same prio; otherwise a VM per prio (``traced-nice19``,
+    ``traced-rt50``), in the order of the threads, since a weight is a VM's (the
+    scenario has no per-vCPU weight)."""
+    prios = []
+    for x in tls:
+        if x.prio not in prios:
+            prios.append(x.prio)
+    if len(prios) == 1:
+        return [("traced", i) for i in range(len(tls))]
+    count: dict[str, int] = {}
+    out = []
+    for x in tls:
+        name = f"traced-nice{x.prio - 120}" if nice_weight(x.prio) is not None else f"traced-rt{x.prio}"
+        out.append((name, count.get(name, 0)))
+        count[name] = count.get(name, 0) + 1
+    return out
+
+
+def _weight(prio: int) -> int:
+    return nice_weight(prio) or NICE_0_WEIGHT
+
+
+def _program_lines(ops: Sequence[tuple[str, int]]) -> list[str]:
+    return ["ops = ["] + [f'  {{ op = "{k}", duration = "{_ns(n)}" }},' for k, n in ops] + ["]"]
+
+
 def scenario_text(
     tls: Sequence[Timeline],
     *,
@@ -486,33 +576,45 @@ def scenario_text(
     threads: str = DEFAULT_THREADS,
     seed: int = 1,
     others: Optional[dict[int, list[tuple[int, int]]]] = None,
+    other_threads: Sequence[Timeline] = (),
     end: Optional[int] = None,
 ) -> str:
-    """A scenario (TOML) that replays the timelines' demand: one VM with a vCPU per
-    thread, each running a program of the thread's bursts. Time 0 is the first event of
-    any of the threads, and the run lasts to ``end`` (the trace's last event; default the
-    threads' last); each program first sleeps until its thread's first event, and after
-    its last burst sleeps past the end. ``affinity``: ``"seen"`` (the CPUs each
-    thread ran on in the trace), ``"all"`` (every pCPU), or a cpu-list for every vCPU.
-    ``others`` (:func:`other_load`): the other tasks' CPU time, replayed per CPU as a host
-    thread pinned to it (busy stretches as compute, the gaps as sleeps)."""
+    """A scenario (TOML) that replays the timelines' demand: a vCPU per thread, each
+    running a program of the thread's bursts, in one VM, or one VM per nice level
+    (:func:`vcpu_slots`) whose weight is that level's kernel load weight. Time 0 is the
+    first event of any of the threads, and the run lasts to ``end`` (the trace's last
+    event; default the threads' last); each program first sleeps until its thread's first
+    event, and after its last burst sleeps past the end. ``affinity``: ``"seen"`` (the
+    CPUs each thread ran on in the trace), ``"all"`` (every pCPU), or a cpu-list for
+    every vCPU. ``others`` (:func:`other_load`): the other tasks' CPU time, replayed per
+    CPU as a host thread pinned to it (busy stretches as compute, the gaps as sleeps), at
+    nice 0; ``other_threads`` (:func:`other_timelines`): each other task replayed as a
+    host thread of its own, with its own demand and nice level, like a vCPU."""
     t0 = min(x.start for x in tls)
     t1 = max([x.end for x in tls] + [end or 0])
     span = max(t1 - t0, 1_000)
-    if affinity == "seen":
-        aff = [_cpu_list(x.cpus) if x.cpus else f"0-{cpus - 1}" for x in tls]
-    elif affinity == "all":
-        aff = [f"0-{cpus - 1}"] * len(tls)
-    else:
-        aff = [affinity] * len(tls)
+
+    def aff_of(x: Timeline) -> str:
+        if affinity == "all" or (affinity == "seen" and not x.cpus):
+            return f"0-{cpus - 1}"
+        return _cpu_list(x.cpus) if affinity == "seen" else affinity
+
+    def replay(x: Timeline) -> list[tuple[str, int]]:
+        ops = [("sleep", x.start - t0)] if x.start > t0 else []
+        ops.extend(x.demand)
+        ops.append(("sleep", span + 1_000_000_000))  # past the end: the program never loops
+        return ops
+
     lines = [
         f"# Replays {len(tls)} thread(s) of {source} matching {threads}:",
         "# `vcpulab import-trace` wrote it. Each vCPU's program is its thread's demand: the CPU",
         "# time of each run burst (compute) and the time to its next wake-up (sleep).",
         "# Affinity: " + {"seen": "the CPUs each thread was seen running on.",
                           "all": "every pCPU."}.get(affinity, f"{affinity} (given)"),
+        "# Weights: the kernel's load weight of each thread's nice level (nice 0 = 1024).",
         "# Other tasks: " + ("replayed per CPU by the host threads others-cpuN (their CPU time there)."
-                             if others else "left out."),
+                             if others else "each replayed by a host thread task-PID (its own demand)."
+                             if other_threads else "left out."),
         f"name = {_toml_str('trace ' + _basename(source))}",
         f"duration = \"{span}ns\"",
         f"seed = {seed}",
@@ -522,32 +624,45 @@ def scenario_text(
         "",
         "[scheduler]",
         f"name = {_toml_str(scheduler)}",
-        "",
-        "[[vm]]",
-        'name = "traced"',
-        f"vcpus = {len(tls)}",
-        "affinity = [" + ", ".join(_toml_str(a) for a in aff) + "]",
     ]
-    for i, x in enumerate(tls):
-        ops = []
-        if x.start > t0:
-            ops.append(("sleep", x.start - t0))
-        ops.extend(x.demand)
-        ops.append(("sleep", span + 1_000_000_000))  # past the end: the program never loops
+    slots = vcpu_slots(tls)
+    for vm in dict.fromkeys(name for name, _ in slots):
+        members = [i for i, (name, _) in enumerate(slots) if name == vm]
+        prio = tls[members[0]].prio
         lines += [
             "",
-            f"# vcpu {i}: thread {x.comm!r} (pid {x.pid}), {x.cpu_ns / 1e6:.3f} ms of CPU in "
-            f"{sum(1 for k, _ in x.demand if k == 'compute')} burst(s)",
-            "[[vm.workload]]",
-            'kind = "program"',
-            "threads = 1",
-            f"vcpus = [{i}]",
-            "ops = [",
+            "[[vm]]",
+            f"name = {_toml_str(vm)}",
+            f"vcpus = {len(members)}",
+            f"weight = {_weight(prio)}" + ("" if nice_weight(prio) is not None
+                                           else f"  # prio {prio} is real-time: no weight expresses it"),
+            "affinity = [" + ", ".join(_toml_str(aff_of(tls[i])) for i in members) + "]",
         ]
-        for kind, n in ops:
-            key = "duration"
-            lines.append(f'  {{ op = "{kind}", {key} = "{_ns(n)}" }},')
-        lines.append("]")
+        for i in members:
+            x = tls[i]
+            lines += [
+                "",
+                f"# vcpu {i}: thread {x.comm!r} (pid {x.pid}, prio {x.prio}), {x.cpu_ns / 1e6:.3f} ms of CPU in "
+                f"{sum(1 for k, _ in x.demand if k == 'compute')} burst(s)",
+                "[[vm.workload]]",
+                'kind = "program"',
+                "threads = 1",
+                f"vcpus = [{slots[i][1]}]",
+            ] + _program_lines(replay(x))
+    for x in other_threads:
+        if x.cpu_ns <= 0:
+            continue
+        lines += [
+            "",
+            f"# task {x.pid} {x.comm!r} (prio {x.prio}): {x.cpu_ns / 1e6:.3f} ms of CPU in "
+            f"{sum(1 for k, _ in x.demand if k == 'compute')} burst(s)",
+            "[[host_thread]]",
+            f'name = "task-{x.pid}"',
+            f"affinity = {_toml_str(aff_of(x))}",
+            f"weight = {_weight(x.prio)}",
+            "[host_thread.workload]",
+            'kind = "program"',
+        ] + _program_lines(replay(x))
     for cpu, stretches in sorted((others or {}).items()):
         ops = []
         at = t0
@@ -565,16 +680,14 @@ def scenario_text(
         lines += [
             "",
             f"# the other tasks on CPU {cpu}: {busy / 1e6:.3f} ms of CPU in "
-            f"{sum(1 for k, _ in ops if k == 'compute')} stretch(es)",
+            f"{sum(1 for k, _ in ops if k == 'compute')} stretch(es), as one task at nice 0",
             "[[host_thread]]",
             f'name = "others-cpu{cpu}"',
             f'affinity = "{cpu}"',
+            f"weight = {NICE_0_WEIGHT}",
             "[host_thread.workload]",
             'kind = "program"',
-            "ops = [",
-        ]
-        lines += [f'  {{ op = "{k}", duration = "{_ns(n)}" }},' for k, n in ops]
-        lines.append("]")
+        ] + _program_lines(ops)
     return "\n".join(lines) + "\n"
 
 
@@ -592,18 +705,28 @@ def _basename(p: str) -> str:
 # The simulated side, and the comparison
 
 
-def sim_timelines(trace_events: Sequence[dict], vm: str = "traced") -> list[Timeline]:
-    """The simulated vCPUs of ``vm``, measured as :func:`timelines` measures real
-    threads, from a vcpulab trace's events (:meth:`vcpulab.tracing.Trace.events`): run
-    slices (``X`` events on the pCPU tracks), waits from a ``wake`` or ``preempted``
-    instant to the next slice (a ``halt`` ends a wait that led to no slice: zero-length
-    runs leave none), migrations between consecutive slices."""
+def sim_timelines(trace_events: Sequence[dict], slots: Optional[Sequence[tuple[str, int]]] = None) -> list[Timeline]:
+    """The simulated vCPUs, measured as :func:`timelines` measures real threads, from a
+    vcpulab trace's events (:meth:`vcpulab.tracing.Trace.events`): run slices (``X``
+    events on the pCPU tracks), waits from a ``wake`` or ``preempted`` instant to the next
+    slice (a ``halt`` ends a wait that led to no slice: zero-length runs leave none),
+    migrations between consecutive slices. ``slots`` (:func:`vcpu_slots`) says which
+    ``(vm, vcpu)`` is the i-th timeline; default: VM ``traced``'s vCPUs in order."""
+    index = {slot: i for i, slot in enumerate(slots)} if slots is not None else None
     per: dict[int, list[tuple[int, int, str, int]]] = {}
     for e in trace_events:
         a = e.get("args") or {}
-        if a.get("vm") != vm or "vcpu" not in a:
+        if "vcpu" not in a or "vm" not in a:
             continue
-        v = int(a["vcpu"])
+        key = (a["vm"], int(a["vcpu"]))
+        if index is None:
+            if key[0] != "traced":
+                continue
+            v = key[1]
+        elif key in index:
+            v = index[key]
+        else:
+            continue
         if e.get("ph") == "X":
             s = round(e["ts"] * 1000)
             per.setdefault(v, []).append((s, 1, "run", round(e["dur"] * 1000) * 4096 + int(e["tid"])))

@@ -113,9 +113,13 @@ def test_the_recorded_perf_trace_is_parsed():
     # longer than that for a CPU each time, so it found its wake-up already there and
     # blocked only once (tests/data/README.md); vcpus 1-3 compute without a break after
     # the harness's start-up.
-    assert [(t.comm, len(t.slices), len(t.waits), t.migrations, sorted(t.cpus)) for t in tls] == [
-        ("vcpu0", 43, 43, 1, [0, 1]), ("vcpu1", 252, 252, 0, [0]), ("vcpu2", 243, 243, 0, [0]),
-        ("vcpu3", 194, 194, 1, [0, 1])]
+    assert [(t.comm, len(t.slices), len(t.waits), t.migrations, sorted(t.cpus), t.prio) for t in tls] == [
+        ("vcpu0", 43, 43, 1, [0, 1], 139), ("vcpu1", 252, 252, 0, [0], 120), ("vcpu2", 243, 243, 0, [0], 120),
+        ("vcpu3", 194, 194, 1, [0, 1], 120)]
+    assert rt.vcpu_slots(tls) == [("traced-nice19", 0), ("traced-nice0", 0), ("traced-nice0", 1),
+                                  ("traced-nice0", 2)]
+    assert (rt.nice_weight(120), rt.nice_weight(139), rt.nice_weight(100), rt.nice_weight(50)) == (
+        1024, 15, 65535, None)
     assert tls[0].demand == [("compute", 464_514), ("sleep", 35_838_226), ("compute", 1_398_471)]
     assert tls[1].demand == [("compute", 140_020), ("sleep", 202_343), ("compute", 1_682), ("sleep", 240_395),
                              ("compute", 87_684_112)]
@@ -174,12 +178,15 @@ def test_import_trace_writes_a_scenario_that_runs_and_compare_prints_the_table(t
     assert 0.0 <= float(lines[-1].split()[2]) <= 1.0
     assert max(len(ln) for ln in lines) <= 100
     s = api.run(str(out)).summary
-    assert [v["index"] for v in s["vms"][0]["vcpus"]] == [0, 1, 2, 3]
+    # vcpu0 ran at nice 19 (prio 139), the others at nice 0: a VM each, weighted by the
+    # kernel's load weights.
+    assert [(vm["name"], vm["vcpu_count"], vm["weight"]) for vm in s["vms"]] == [
+        ("traced-nice19", 1, 15), ("traced-nice0", 3, 1024)]
     # The other tasks' CPU time is replayed on each CPU by a pinned host thread.
     assert [t["name"] for t in s["host_threads"]] == ["others-cpu0", "others-cpu1"]
     assert all(t["cpu_time_s"] > 0.01 for t in s["host_threads"])
     # vcpu1 and vcpu2 ran only on CPU 0 in the trace: --affinity seen keeps them there.
-    assert [v["migrations"]["total"] for v in s["vms"][0]["vcpus"]][1:3] == [0, 0]
+    assert [v["migrations"]["total"] for v in s["vms"][1]["vcpus"]][:2] == [0, 0]
 
 
 def test_others_none_leaves_the_other_tasks_out_and_affinity_all_frees_the_vcpus(tmp_path, capsys):
@@ -188,7 +195,21 @@ def test_others_none_leaves_the_other_tasks_out_and_affinity_all_frees_the_vcpus
     assert code == 0, err
     text = out.read_text()
     assert "[[host_thread]]" not in text
-    assert 'affinity = ["0-1", "0-1", "0-1", "0-1"]' in text
+    assert [ln for ln in text.splitlines() if ln.startswith("affinity")] == [
+        'affinity = ["0-1"]', 'affinity = ["0-1", "0-1", "0-1"]']
+
+
+def test_others_per_task_replays_each_other_task_with_its_nice_level(tmp_path, capsys):
+    out = tmp_path / "replay.toml"
+    code, _, err = run_cli(capsys, "import-trace", PERF, "--out", out, "--others", "per-task")
+    assert code == 0, err
+    s = api.validate(str(out))
+    assert s["pcpus"] == 2
+    text = out.read_text()
+    # rustc ran at nice 10 (prio 130) in the trace: weight 110; the harness's python at 0.
+    i = text.index("'rustc' (prio 130)")
+    assert "weight = 110" in text[i:i + 400]
+    assert "others-cpu" not in text
 
 
 def test_a_malformed_trace_is_refused_naming_the_file_and_line(tmp_path, capsys):

@@ -43,8 +43,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--affinity", default="seen", metavar="seen|all|CPULIST",
                    help="vCPU affinity: the CPUs each thread ran on in the trace (default), every CPU, "
                         "or a cpu-list for all")
-    p.add_argument("--others", choices=("per-cpu", "none"), default="per-cpu",
-                   help="the trace's other tasks: replayed per CPU as a pinned host thread (default), or left out")
+    p.add_argument("--others", choices=("per-cpu", "per-task", "none"), default="per-cpu",
+                   help="the trace's other tasks: their CPU time replayed per CPU by one pinned host thread "
+                        "(default), each task's own demand by a host thread of its own, or left out")
     p.add_argument("--scheduler", default="eevdf", metavar="NAME",
                    help="the simulated host scheduler (default eevdf, Linux 6.6+)")
     p.add_argument("--seed", type=seed, default=1, metavar="N", help="the scenario's seed (default 1)")
@@ -86,6 +87,7 @@ def cmd_import_trace(args: argparse.Namespace) -> int:
     text = rt.scenario_text(tls, source=args.trace, cpus=cpus, affinity=args.affinity,
                             scheduler=args.scheduler, threads=args.threads, seed=args.seed,
                             others=rt.other_load(events, tls) if args.others == "per-cpu" else None,
+                            other_threads=rt.other_timelines(events, tls) if args.others == "per-task" else (),
                             end=max(e.t_ns for e in events))
     parent = os.path.dirname(args.out)
     if parent:
@@ -104,7 +106,7 @@ def cmd_import_trace(args: argparse.Namespace) -> int:
     from ..tracing import trace
 
     tr = trace(args.out)
-    sim = rt.sim_timelines(tr.events())
+    sim = rt.sim_timelines(tr.events(), rt.vcpu_slots(tls))
     rows = rt.compare(tls, sim)
     out(rt.format_table(rows, rt.realism(rows)))
     return EXIT_OK
