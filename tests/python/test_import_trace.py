@@ -229,3 +229,24 @@ def test_a_malformed_trace_is_refused_naming_the_file_and_line(tmp_path, capsys)
     assert code == 2 and f"{bad}: not a Perfetto protobuf trace" in err
     code, _, err = run_cli(capsys, "import-trace", PERF, "--threads", "qemu.*", "--out", tmp_path / "x.toml")
     assert code == 2 and "no thread's name matches --threads 'qemu.*'" in err and "vcpu1" in err
+
+
+def test_perf_short_form_and_preempted_states_are_read(tmp_path):
+    """Older perf prints sched_switch as `comm:pid [prio] STATE ==> comm:pid [prio]`; "R+"
+    (preempted in the kernel) is runnable like "R", "D" blocked like "S"."""
+    path = tmp_path / "short.txt"
+    path.write_text("\n".join([
+        perf_line("swapper/0", 0, 0, 1_000, "sched:sched_switch", "swapper/0:0 [120] R ==> vcpu0:7 [139]"),
+        perf_line("vcpu0", 7, 0, 3_000, "sched:sched_switch", "vcpu0:7 [139] R+ ==> cc1 plus:9 [120]"),
+        perf_line("cc1 plus", 9, 0, 4_000, "sched:sched_switch", "cc1 plus:9 [120] D ==> vcpu0:7 [139]"),
+        perf_line("vcpu0", 7, 0, 9_000, "sched:sched_switch", "vcpu0:7 [139] S ==> swapper/0:0 [120]"),
+        perf_line("cc1 plus", 9, 1, 10_000, "sched:sched_wakeup", "cc1 plus:9 [120] success=1 CPU:001"),
+    ]) + "\n")
+    events = rt.read_events(str(path))
+    assert [(e.kind, e.prev_runnable, e.next_comm) for e in events[:3]] == [
+        ("switch", True, "vcpu0"), ("switch", True, "cc1 plus"), ("switch", False, "vcpu0")]
+    assert events[4].comm == "cc1 plus" and events[4].pid == 9
+    (tl,) = rt.timelines(events)
+    assert (tl.prio, tl.slices, tl.waits, tl.demand) == (139, [(1_000, 3_000, 0), (4_000, 9_000, 0)], [1_000],
+                                                         [("compute", 7_000)])
+    assert rt.other_load(events, [tl]) == {0: [(3_000, 4_000)]}

@@ -80,6 +80,11 @@ def cmd_import_trace(args: argparse.Namespace) -> int:
         tls = rt.timelines(events, args.threads, path=args.trace)
     except rt.TraceFormatError as e:
         raise CliError(str(e)) from None
+    names = [x.comm for x in tls]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        err(f"vcpulab: note: several threads are named {', '.join(twice)} (several runs in one trace?); "
+            "each becomes a vCPU of its own")
     seen_cpus = rt.host_cpus(events)
     cpus = args.cpus if args.cpus is not None else seen_cpus
     if cpus < seen_cpus:
