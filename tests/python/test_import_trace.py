@@ -136,6 +136,16 @@ def test_the_perfetto_trace_holds_the_same_events_as_the_perf_text():
     assert rt.read_events(str(PFTRACE)) == rt.read_events(str(PERF))
 
 
+def test_to_perfetto_writes_what_reads_back(tmp_path, capsys):
+    path = tmp_path / "lone.txt"
+    path.write_text(lone_vcpu_trace())
+    out = tmp_path / "lone.pftrace"
+    code, _, err = run_cli(capsys, "import-trace", path, "--to-perfetto", out)
+    assert code == 0, err
+    assert f"wrote {out}: 10 scheduling events" in err  # 3 x (waking, 2 switches) + the last waking
+    assert rt.read_events(str(out)) == rt.read_events(str(path))
+
+
 def test_compact_sched_bundles_are_read():
     from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 

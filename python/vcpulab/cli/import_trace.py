@@ -36,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     p.add_argument("trace", metavar="FILE", help="`perf sched script` text or a Perfetto protobuf trace")
     p.add_argument("--threads", metavar="REGEX", default=DEFAULT_THREADS,
-                   help=f"thread names (comm) to import, a full match (default {DEFAULT_THREADS!r})")
+                   help=f"thread names (comm) to import, a full match (default {DEFAULT_THREADS})")
     p.add_argument("--out", metavar="SCENARIO.toml", help="the scenario to write (required unless --to-perfetto)")
     p.add_argument("--cpus", type=positive_int, metavar="N",
                    help="the host's CPU count (default: highest CPU in the trace + 1)")
