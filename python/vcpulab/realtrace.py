@@ -33,14 +33,19 @@ from typing import Iterable, Iterator, Optional, Sequence
 
 __all__ = [
     "DEFAULT_THREADS",
+    "NICE_0_WEIGHT",
+    "Row",
     "SchedEvent",
     "Timeline",
     "TraceFormatError",
     "compare",
+    "count_distance",
+    "format_table",
+    "host_cpus",
     "ks_distance",
+    "nice_weight",
     "other_load",
     "other_timelines",
-    "vcpu_slots",
     "perfetto_bytes",
     "read_events",
     "read_perf_script",
@@ -49,14 +54,17 @@ __all__ = [
     "scenario_text",
     "sim_timelines",
     "timelines",
+    "vcpu_slots",
 ]
 
 # vcpulab's KVM harness names its vCPU threads `vcpuN`; QEMU names them `CPU N/KVM`.
 DEFAULT_THREADS = r"^(vcpu\d+|CPU \d+/KVM)$"
 
-# The kernel's sched_switch prev_state when the task was preempted while runnable: "R"
-# or "R+" in text; 0, or TASK_REPORT_MAX (0x100 since Linux 4.14, 0x800 / 0x1000 before)
-# with no state bit, as a number (kernel/sched: __trace_sched_switch_state).
+# The kernel's sched_switch prev_state when the task left the CPU still runnable: "R" or
+# "R+" in text; as a number 0, or with only a flag above the state bits when preempted
+# (TASK_REPORT_MAX, 0x100, since Linux 4.14; TASK_STATE_MAX before), while a task that
+# blocked has a state bit in the low byte (include/trace/events/sched.h,
+# __trace_sched_switch_state).
 _STATE_BITS = 0xFF
 
 
@@ -315,7 +323,7 @@ def read_events(path: str) -> list[SchedEvent]:
 
 @dataclass
 class Timeline:
-    """One thread through a trace. Times in ns since the trace's origin (``start``)."""
+    """One thread through a trace. Times are the trace's clock, in ns."""
 
     pid: int
     comm: str
