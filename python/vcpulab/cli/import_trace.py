@@ -104,8 +104,8 @@ def cmd_import_trace(args: argparse.Namespace) -> int:
 
     validate(args.out)  # a bad --scheduler or --affinity is reported with the key it went to
     span = max(e.t_ns for e in events) - min(x.start for x in tls)
-    err(f"vcpulab: wrote {args.out}: {len(tls)} vCPU(s) ({', '.join(x.comm for x in tls)}), "
-        f"{cpus} pCPU(s), {span / 1e6:.1f} ms")
+    shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+    err(f"vcpulab: wrote {args.out}: {len(tls)} vCPU(s) ({shown}), {cpus} pCPU(s), {span / 1e6:.1f} ms")
     if not args.compare:
         return EXIT_OK
     from ..tracing import trace
