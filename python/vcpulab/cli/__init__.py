@@ -40,9 +40,9 @@ examples:
 """ + _native.EXIT_STATUS_HELP
 
 # Every subcommand, in the order `vcpulab --help` lists them; each is the module
-# vcpulab.cli.<name>.
+# vcpulab.cli.<name> (with `_` for `-`).
 COMMANDS = ("run", "validate", "schedulers", "workloads", "reproduce", "robustness",
-            "sweep", "query", "compare", "report", "trace", "kvm")
+            "sweep", "query", "compare", "report", "trace", "kvm", "import-trace")
 
 
 def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
@@ -60,7 +60,7 @@ def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
     sub.required = True
     for name in COMMANDS:
         if only is None or only == name:
-            importlib.import_module(f"{__name__}.{name}").add_parser(sub)
+            importlib.import_module(f"{__name__}.{name.replace('-', '_')}").add_parser(sub)
     return p
 
 
