@@ -114,7 +114,6 @@ def write(events: list[dict[str, Any]], out: IO[bytes]) -> dict[str, int]:
     first = TracePacket()
     first.trusted_packet_sequence_id = _SEQ
     first.sequence_flags = TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
-    first.previous_packet_dropped = True
     for name, i in names.items():
         first.interned_data.event_names.add(iid=i, name=name)
     for name, i in ann_names.items():

@@ -12,10 +12,10 @@ from conftest import run_cli
 
 # PLE exits and directed yields (an overcommitted VM spinning on a ticket lock, [kvm]
 # PLE on) and IPIs (a TLB-shootdown-like `ipi` op), so every instant kind and both kinds
-# of flow occur in a 150 ms run.
+# of flow occur in a 30 ms run.
 SCENARIO = """\
 name = "perfetto-check"
-duration = "150ms"
+duration = "30ms"
 seed = 5
 [host]
 cores_per_socket = 2
@@ -172,7 +172,9 @@ def test_run_trace_picks_the_format_and_bad_formats_are_refused(tmp_path):
 def test_trace_save_names_the_allowed_formats(tmp_path):
     import vcpulab
 
-    tr = vcpulab.trace(SCENARIO.replace('"150ms"', '"10ms"'))
+    sc = tmp_path / "s.toml"
+    sc.write_text(SCENARIO.replace('"30ms"', '"10ms"'))
+    tr = vcpulab.trace(str(sc))
     with pytest.raises(ValueError, match="unknown trace format 'xml'; allowed: json, perfetto"):
         tr.save(str(tmp_path / "t.xml"), format="xml")
     assert tr.save(str(tmp_path / "t.perfetto-trace")) == "perfetto"

@@ -447,7 +447,7 @@ impl<S: Scheduler> Sim<'_, S> {
             .rtapp_timers
             .entry((id, slot))
             .or_insert(SimTime::ZERO);
-        *next = *next + period;
+        *next += period;
         let at = *next;
         self.st.threads[id as usize].pc += 1;
         if now < at {

@@ -148,7 +148,11 @@ pub enum Op {
     /// the start of the run; block until its next expiry. Late (the expiry passed),
     /// go on at once, and with `relative` count the next period from now (rt-app's
     /// default) rather than catch up.
-    Timer { period: f64, relative: bool, slot: u32 },
+    Timer {
+        period: f64,
+        relative: bool,
+        slot: u32,
+    },
     /// Take the next request from the workload's queue, blocking until one arrives.
     WaitRequest,
     /// Complete the request taken by the last WaitRequest: records its latency.

@@ -30,7 +30,7 @@
 //! workgen accepts) are kept in order. Event keys are matched by prefix in rt-app's order
 //! (`runtime0` is a runtime, `run1` a run).
 
-use super::{Dist, Mode, Op, WorkloadSpec, Work};
+use super::{Dist, Mode, Op, Work, WorkloadSpec};
 use crate::reader::{Res, Table};
 use crate::vocab::LockKind;
 
@@ -236,7 +236,8 @@ const EVENTS: &[&str] = &[
     "sem_wait",
 ];
 const MAPPED_EVENTS: &str = "run, sleep, timer, lock/unlock around runs";
-const TASK_KEYS: &str = "instance, loop, phases, policy, priority, cpus, delay (0 only) and the events";
+const TASK_KEYS: &str =
+    "instance, loop, phases, policy, priority, cpus, delay (0 only) and the events";
 const PHASE_KEYS: &str = "loop and the events";
 /// Operations one task may expand to (phases times their loops).
 const MAX_OPS: usize = 100_000;
@@ -274,15 +275,23 @@ fn micros(c: &Ctx, who: &str, key: &str, v: &J) -> Res<f64> {
 fn int(c: &Ctx, who: &str, key: &str, v: &J, lo: i64) -> Res<i64> {
     match v {
         J::Num(x) if x.fract() == 0.0 && *x >= lo as f64 && *x < 1e12 => Ok(*x as i64),
-        _ => c.err(format!("{who}, {key:?}: expected a whole number >= {lo}, got {}",
-            match v { J::Num(x) => x.to_string(), o => o.type_name().to_string() })),
+        _ => c.err(format!(
+            "{who}, {key:?}: expected a whole number >= {lo}, got {}",
+            match v {
+                J::Num(x) => x.to_string(),
+                o => o.type_name().to_string(),
+            }
+        )),
     }
 }
 
 fn string<'j>(c: &Ctx, who: &str, key: &str, v: &'j J) -> Res<&'j str> {
     match v {
         J::Str(s) => Ok(s),
-        o => c.err(format!("{who}, {key:?}: expected a string, got {}", o.type_name())),
+        o => c.err(format!(
+            "{who}, {key:?}: expected a string, got {}",
+            o.type_name()
+        )),
     }
 }
 
@@ -394,11 +403,15 @@ fn phase_ops(
             other => return c.err(format!("{who}, {key:?}: the {other} event has no counterpart in vcpulab's guest model; events that map: {MAPPED_EVENTS}")),
         }
         if ops.len() > MAX_OPS {
-            return c.err(format!("{who}: expands to more than {MAX_OPS} operations (phases x their loops)"));
+            return c.err(format!(
+                "{who}: expands to more than {MAX_OPS} operations (phases x their loops)"
+            ));
         }
     }
     if let Some((name, _)) = held {
-        return c.err(format!("{who}: lock {name:?} is not unlocked in the same phase"));
+        return c.err(format!(
+            "{who}: lock {name:?} is not unlocked in the same phase"
+        ));
     }
     Ok(())
 }
@@ -434,7 +447,12 @@ pub(super) fn parse(t: &Table, locks: &mut Vec<String>, vcpus: u32) -> Res<Vec<W
     let c = Ctx { t, file: &shown };
     let root = match parse_json(&text) {
         Ok(J::Obj(m)) => m,
-        Ok(other) => return c.err(format!("expected an object with \"tasks\", got {}", other.type_name())),
+        Ok(other) => {
+            return c.err(format!(
+                "expected an object with \"tasks\", got {}",
+                other.type_name()
+            ))
+        }
         Err(e) => return c.err(format!("invalid JSON: {e}")),
     };
     let mut tasks = None;
@@ -447,7 +465,10 @@ pub(super) fn parse(t: &Table, locks: &mut Vec<String>, vcpus: u32) -> Res<Vec<W
             "resources" => {}
             "global" => {
                 let J::Obj(g) = v else {
-                    return c.err(format!("\"global\": expected an object, got {}", v.type_name()));
+                    return c.err(format!(
+                        "\"global\": expected an object, got {}",
+                        v.type_name()
+                    ));
                 };
                 for (gk, gv) in g {
                     match gk.as_str() {
@@ -467,7 +488,11 @@ pub(super) fn parse(t: &Table, locks: &mut Vec<String>, vcpus: u32) -> Res<Vec<W
                     }
                 }
             }
-            other => return c.err(format!("unknown top-level key {other:?}; allowed: tasks, global, resources")),
+            other => {
+                return c.err(format!(
+                    "unknown top-level key {other:?}; allowed: tasks, global, resources"
+                ))
+            }
         }
     }
     let Some(J::Obj(tasks)) = tasks else {
@@ -477,7 +502,10 @@ pub(super) fn parse(t: &Table, locks: &mut Vec<String>, vcpus: u32) -> Res<Vec<W
     let mut shared_timers: Vec<(String, String)> = Vec::new(); // (ref, task)
     for (task, body) in tasks {
         let J::Obj(members) = body else {
-            return c.err(format!("task {task:?}: expected an object, got {}", body.type_name()));
+            return c.err(format!(
+                "task {task:?}: expected an object, got {}",
+                body.type_name()
+            ));
         };
         let who = format!("task {task:?}");
         let mut instances = 1i64;
@@ -538,13 +566,17 @@ pub(super) fn parse(t: &Table, locks: &mut Vec<String>, vcpus: u32) -> Res<Vec<W
             }
         }
         if !phases.is_empty() && !events.is_empty() {
-            return c.err(format!("task {task:?}: give either phases or events at the task level, not both"));
+            return c.err(format!(
+                "task {task:?}: give either phases or events at the task level, not both"
+            ));
         }
         let mut ops = Vec::new();
         let mut timers = Vec::new();
         if phases.is_empty() {
             if events.is_empty() {
-                return c.err(format!("task {task:?}: has no events; events that map: {MAPPED_EVENTS}"));
+                return c.err(format!(
+                    "task {task:?}: has no events; events that map: {MAPPED_EVENTS}"
+                ));
             }
             phase_ops(&c, &who, &events, locks, &mut timers, &mut ops)?;
         }
@@ -562,11 +594,20 @@ pub(super) fn parse(t: &Table, locks: &mut Vec<String>, vcpus: u32) -> Res<Vec<W
                 return c.err(format!("task {task:?}: expands to more than {MAX_OPS} operations (phases x their loops)"));
             }
             for _ in 0..reps {
-                phase_ops(&c, &format!("task {task:?}, phase {pname:?}"), &pev, locks, &mut timers, &mut ops)?;
+                phase_ops(
+                    &c,
+                    &format!("task {task:?}, phase {pname:?}"),
+                    &pev,
+                    locks,
+                    &mut timers,
+                    &mut ops,
+                )?;
             }
         }
         if ops.is_empty() {
-            return c.err(format!("task {task:?}: has no events; events that map: {MAPPED_EVENTS}"));
+            return c.err(format!(
+                "task {task:?}: has no events; events that map: {MAPPED_EVENTS}"
+            ));
         }
         for tm in &timers {
             if tm.unique {
@@ -648,20 +689,46 @@ mod tests {
         assert_eq!(specs.len(), 2, "c has no thread");
         let a = &specs[0];
         assert_eq!((a.kind.as_str(), a.threads, a.rt), ("rt-app:a", 2, true));
-        assert_eq!((a.total_units, a.vcpus.clone()), (Some(6), Some(vec![1, 3])));
+        assert_eq!(
+            (a.total_units, a.vcpus.clone()),
+            (Some(6), Some(vec![1, 3]))
+        );
         assert_eq!(
             a.ops,
             [
-                Op::Compute { work: Work::Time(us(100.0)), mode: Mode::User },
-                Op::Lock { lock: 1, hold: us(25.0), kind: LockKind::Mutex, mode: Mode::User, shards: 1 },
+                Op::Compute {
+                    work: Work::Time(us(100.0)),
+                    mode: Mode::User
+                },
+                Op::Lock {
+                    lock: 1,
+                    hold: us(25.0),
+                    kind: LockKind::Mutex,
+                    mode: Mode::User,
+                    shards: 1
+                },
                 Op::Sleep { duration: us(50.0) },
-                Op::Timer { period: 1e6, relative: false, slot: 0 },
+                Op::Timer {
+                    period: 1e6,
+                    relative: false,
+                    slot: 0
+                },
             ]
         );
         let b = &specs[1];
-        assert_eq!((b.kind.as_str(), b.threads, b.rt, b.total_units), ("rt-app:b", 1, false, None));
-        let run = Op::Compute { work: Work::Time(us(10.0)), mode: Mode::User };
-        let t200 = Op::Timer { period: 2e5, relative: true, slot: 0 };
+        assert_eq!(
+            (b.kind.as_str(), b.threads, b.rt, b.total_units),
+            ("rt-app:b", 1, false, None)
+        );
+        let run = Op::Compute {
+            work: Work::Time(us(10.0)),
+            mode: Mode::User,
+        };
+        let t200 = Op::Timer {
+            period: 2e5,
+            relative: true,
+            slot: 0,
+        };
         assert_eq!(
             b.ops,
             [
@@ -670,7 +737,11 @@ mod tests {
                 run,
                 t200,
                 Op::Sleep { duration: us(7.0) },
-                Op::Timer { period: 3e5, relative: true, slot: 0 },
+                Op::Timer {
+                    period: 3e5,
+                    relative: true,
+                    slot: 0
+                },
             ]
         );
     }
@@ -679,19 +750,71 @@ mod tests {
     #[test]
     fn what_does_not_map_is_refused_by_name() {
         let cases: &[(&str, &str, &[&str])] = &[
-            (r#"{"tasks": {"t": {"run": 1, "barrier": "b"}}}"#, "task \"t\", \"barrier\": the barrier event has no counterpart", &["events that map: run, sleep, timer, lock/unlock"]),
-            (r#"{"tasks": {"t": {"phases": {"p": {"run": 1, "wait": {"ref": "c", "mutex": "m"}}}}}}"#, "task \"t\", phase \"p\", \"wait\": the wait event", &["events that map"]),
-            (r#"{"tasks": {"t": {"runtime": 5}}}"#, "task \"t\", \"runtime\": runtime is a busy loop for wall-clock time", &["use run"]),
-            (r#"{"tasks": {"t": {"lock": "m", "sleep": 1, "unlock": "m"}}}"#, "task \"t\", \"sleep\": only run events may come between lock \"m\"", &[]),
-            (r#"{"tasks": {"t": {"lock": "m", "run": 1}}}"#, "task \"t\": lock \"m\" is not unlocked", &[]),
-            (r#"{"tasks": {"t": {"run": 1, "util_min": 100}}}"#, "task \"t\": unknown or unmodelled key \"util_min\"", &["allowed: instance, loop, phases"]),
-            (r#"{"tasks": {"t": {"instance": 2, "run": 1, "timer": {"ref": "x", "period": 10}}}}"#, "timer \"x\" would be shared by the task's 2 instances", &["\"unique...\""]),
-            (r#"{"tasks": {"t": {"policy": "SCHED_DEADLINE", "run": 1}}}"#, "\"SCHED_DEADLINE\" is not modelled", &["allowed: SCHED_OTHER"]),
-            (r#"{"tasks": {"t": {"cpus": [4], "run": 1}}}"#, "CPU 4 does not exist: the VM has vCPUs 0-3", &[]),
-            (r#"{"tasks": {"t": {"run": 1.5}}}"#, "task \"t\", \"run\": expected a whole number of microseconds >= 0, got 1.5", &[]),
-            (r#"{"tasks": {"t": {"run": 1, "timer": {"ref": "x", "period": 10, "mode": "abs"}}}}"#, "unknown timer mode \"abs\"", &["allowed: \"relative\", \"absolute\""]),
-            (r#"{"global": {"pi_enabled": true}, "tasks": {"t": {"run": 1}}}"#, "priority inheritance is not modelled", &[]),
-            ("{\"tasks\": {\n\"t\": {\"run\": 1}\n\"u\": 2}}", "x.json: invalid JSON: line 3: expected , or } after a member", &[]),
+            (
+                r#"{"tasks": {"t": {"run": 1, "barrier": "b"}}}"#,
+                "task \"t\", \"barrier\": the barrier event has no counterpart",
+                &["events that map: run, sleep, timer, lock/unlock"],
+            ),
+            (
+                r#"{"tasks": {"t": {"phases": {"p": {"run": 1, "wait": {"ref": "c", "mutex": "m"}}}}}}"#,
+                "task \"t\", phase \"p\", \"wait\": the wait event",
+                &["events that map"],
+            ),
+            (
+                r#"{"tasks": {"t": {"runtime": 5}}}"#,
+                "task \"t\", \"runtime\": runtime is a busy loop for wall-clock time",
+                &["use run"],
+            ),
+            (
+                r#"{"tasks": {"t": {"lock": "m", "sleep": 1, "unlock": "m"}}}"#,
+                "task \"t\", \"sleep\": only run events may come between lock \"m\"",
+                &[],
+            ),
+            (
+                r#"{"tasks": {"t": {"lock": "m", "run": 1}}}"#,
+                "task \"t\": lock \"m\" is not unlocked",
+                &[],
+            ),
+            (
+                r#"{"tasks": {"t": {"run": 1, "util_min": 100}}}"#,
+                "task \"t\": unknown or unmodelled key \"util_min\"",
+                &["allowed: instance, loop, phases"],
+            ),
+            (
+                r#"{"tasks": {"t": {"instance": 2, "run": 1, "timer": {"ref": "x", "period": 10}}}}"#,
+                "timer \"x\" would be shared by the task's 2 instances",
+                &["\"unique...\""],
+            ),
+            (
+                r#"{"tasks": {"t": {"policy": "SCHED_DEADLINE", "run": 1}}}"#,
+                "\"SCHED_DEADLINE\" is not modelled",
+                &["allowed: SCHED_OTHER"],
+            ),
+            (
+                r#"{"tasks": {"t": {"cpus": [4], "run": 1}}}"#,
+                "CPU 4 does not exist: the VM has vCPUs 0-3",
+                &[],
+            ),
+            (
+                r#"{"tasks": {"t": {"run": 1.5}}}"#,
+                "task \"t\", \"run\": expected a whole number of microseconds >= 0, got 1.5",
+                &[],
+            ),
+            (
+                r#"{"tasks": {"t": {"run": 1, "timer": {"ref": "x", "period": 10, "mode": "abs"}}}}"#,
+                "unknown timer mode \"abs\"",
+                &["allowed: \"relative\", \"absolute\""],
+            ),
+            (
+                r#"{"global": {"pi_enabled": true}, "tasks": {"t": {"run": 1}}}"#,
+                "priority inheritance is not modelled",
+                &[],
+            ),
+            (
+                "{\"tasks\": {\n\"t\": {\"run\": 1}\n\"u\": 2}}",
+                "x.json: invalid JSON: line 3: expected , or } after a member",
+                &[],
+            ),
         ];
         for (i, (json, want, also)) in cases.iter().enumerate() {
             let err = read(&format!("bad{i}"), json).0.unwrap_err();
@@ -703,15 +826,21 @@ mod tests {
                 assert!(msg.contains(a), "{msg}\n  wanted: {a}");
             }
         }
-        let v: toml::Value = "kind = \"rt-app\"\nfile = \"missing.json\"".parse().unwrap();
+        let v: toml::Value = "kind = \"rt-app\"\nfile = \"missing.json\""
+            .parse()
+            .unwrap();
         let t = Table::root("/nonexistent/s.toml", &v).unwrap();
         let msg = parse(&t, &mut vec![], 4).unwrap_err().to_string();
-        assert!(msg.contains("file: cannot read the rt-app file /nonexistent/missing.json"), "{msg}");
+        assert!(
+            msg.contains("file: cannot read the rt-app file /nonexistent/missing.json"),
+            "{msg}"
+        );
     }
 
     #[test]
     fn lenient_json_keeps_repeated_keys_in_order() {
-        let j = parse_json("/* c */ {\"a\": 1, // x\n \"a\": [true, null,], \"b\": \"\\u00e9\",}").unwrap();
+        let j = parse_json("/* c */ {\"a\": 1, // x\n \"a\": [true, null,], \"b\": \"\\u00e9\",}")
+            .unwrap();
         let J::Obj(m) = j else { panic!() };
         let keys: Vec<&str> = m.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(keys, ["a", "a", "b"]);
@@ -719,7 +848,9 @@ mod tests {
         assert!(matches!(&m[2].1, J::Str(s) if s == "é"));
         let e = parse_json("{\n\"a\": 1\n\"b\": 2}").unwrap_err();
         assert_eq!(e, "line 3: expected , or } after a member");
-        assert!(parse_json("{\"a\": /* open").unwrap_err().contains("never closed"));
+        assert!(parse_json("{\"a\": /* open")
+            .unwrap_err()
+            .contains("never closed"));
     }
 
     #[test]
