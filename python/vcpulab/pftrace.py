@@ -74,7 +74,8 @@ def write(events: list[dict[str, Any]], out: IO[bytes]) -> dict[str, int]:
         return i
 
     ann_names = {"cpu": 1, "from_cpu": 2, "target": 3}
-    # (ts, order, index, kind, fields): sorted by time; the index keeps the core's order.
+    # (ts, order, index, fields): sorted by time, then by order (a slice ends before the
+    # next begins; a flow starts before it ends), then by the core's order.
     recs: list[tuple[int, int, int, tuple[Any, ...]]] = []
     counts = {"slices": 0, "instants": 0, "flows": 0}
     flow_id = 0
