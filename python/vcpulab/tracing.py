@@ -1,4 +1,6 @@
-"""Execution traces in the Chrome JSON trace format (open them in ui.perfetto.dev).
+"""Execution traces in the Chrome JSON trace format (open them in ui.perfetto.dev), or in
+Perfetto's protobuf format (:meth:`Trace.save` with ``format="perfetto"``; see
+:mod:`vcpulab.pftrace`).
 
 Process 0 "pCPUs" has a track per pCPU with a slice (``ph: "X"``) named ``<vm>/vcpu<i>``
 for every stretch a vCPU ran there (args vm, vcpu, task), or named after the host thread
@@ -62,10 +64,25 @@ class Trace:
     def events(self) -> list[dict[str, Any]]:
         return json.loads(self.text)["traceEvents"]
 
-    def save(self, path: str) -> None:
-        from ._files import atomic_write_text
+    def save(self, path: str, format: Optional[str] = None) -> str:
+        """Writes the trace to ``path`` as Chrome JSON (``format="json"``) or as a Perfetto
+        protobuf trace (``"perfetto"``); None: Perfetto for a ``.pftrace`` file, else JSON.
+        Returns the format written."""
+        from . import pftrace
+        from ._files import atomic_write, atomic_write_text
 
-        atomic_write_text(path, self.text)
+        fmt = pftrace.format_for(path, format)
+        if fmt == "json":
+            atomic_write_text(path, self.text)
+        else:
+            events = self.events()
+
+            def write(tmp: str) -> None:
+                with open(tmp, "wb") as f:
+                    pftrace.write(events, f)
+
+            atomic_write(path, write)
+        return fmt
 
 
 def trace(

@@ -401,6 +401,7 @@ pub fn estimate_parts(sc: &Scenario) -> EventEstimate {
                     Op::Lock { hold, .. } => (hold.mean(), hold.mean()),
                     Op::Io { latency, .. } => (latency.mean(), 0.0),
                     Op::Sleep { duration } => (duration.mean(), 0.0),
+                    Op::Timer { period, .. } => (*period, 0.0),
                     Op::Ipi { .. } | Op::WaitRequest | Op::Respond | Op::WaitPacket => (0.0, 0.0),
                     Op::ForwardPacket { per_packet, .. } => (*per_packet, *per_packet),
                 };

@@ -159,6 +159,12 @@ pub(crate) enum RtOp {
     Sleep {
         duration: Dist,
     },
+    /// See `workload::Op::Timer`.
+    Timer {
+        period: SimDuration,
+        relative: bool,
+        slot: u32,
+    },
     WaitRequest,
     Respond,
     /// Helper threads (see `crate::ft`): take the next job or block.
@@ -335,6 +341,15 @@ fn compile_op(op: &Op, base_ghz: f64) -> Vec<RtOp> {
         },
         Op::Sleep { duration } => RtOp::Sleep {
             duration: duration.clone(),
+        },
+        Op::Timer {
+            period,
+            relative,
+            slot,
+        } => RtOp::Timer {
+            period: SimDuration::round_ns(*period),
+            relative: *relative,
+            slot: *slot,
         },
         Op::WaitRequest => RtOp::WaitRequest,
         Op::Respond => RtOp::Respond,

@@ -800,8 +800,11 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
         Some(o) => o
             .array()?
             .iter()
-            .map(|w| workload::parse_workload(w, &mut locks, spinlock, vcpus))
-            .collect::<Res<Vec<_>>>()?,
+            .map(|w| workload::parse_workloads(w, &mut locks, spinlock, vcpus))
+            .collect::<Res<Vec<_>>>()?
+            .into_iter()
+            .flatten()
+            .collect(),
     };
     t.finish(&[
         "name",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import Any, Optional
 
 from .. import _native
 
@@ -83,8 +83,9 @@ def silence_stdout() -> None:
         pass
 
 
-def write_trace(tr: Any, path: str) -> str:
-    """Saves a trace (``run --trace``, ``trace --out``); returns the line that says so."""
+def write_trace(tr: Any, path: str, fmt: Optional[str] = None) -> str:
+    """Saves a trace (``run --trace``, ``trace --out``) in format ``fmt`` (None: from the
+    file's extension, see ``pftrace.format_for``); returns the line that says so."""
     from ..tracing import describe
 
     # As --out does for its folder: the trace's folder is created if missing
@@ -95,9 +96,10 @@ def write_trace(tr: Any, path: str) -> str:
             os.makedirs(parent, exist_ok=True)
         except OSError:
             pass  # e.g. a file in the way: the write below fails and names the trace file
-    tr.save(path)
+    written = tr.save(path, fmt)
     d = describe(tr.events())
     inst = ", ".join(f"{n} {k}" for k, n in sorted(d["instants"].items())) or "none"
     lo, hi = tr.window
     hi_s = "end" if hi >= 2**64 - 1 else f"{hi / 1e9:g} s"
-    return f"vcpulab: wrote {path}: {d['slices']} run slices, instants: {inst}; window {lo / 1e9:g} s to {hi_s}"
+    kind = " (Perfetto)" if written == "perfetto" else ""
+    return f"vcpulab: wrote {path}{kind}: {d['slices']} run slices, instants: {inst}; window {lo / 1e9:g} s to {hi_s}"

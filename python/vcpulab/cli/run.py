@@ -1,5 +1,6 @@
 """``vcpulab run``: one scenario, summarised as tables or JSON; ``--out`` also writes
-summary.json and CSV/Parquet tables, ``--trace`` a Perfetto (Chrome JSON) trace.
+summary.json and CSV/Parquet tables, ``--trace`` a trace (Chrome JSON, or Perfetto
+protobuf for a ``.pftrace`` file or ``--trace-format perfetto``).
 
 The native ``vcpulab`` command runs ``run FILE --json`` itself (see crates/vcpulab-cli);
 both go through the same core and the same contract."""
@@ -10,6 +11,7 @@ import argparse
 import os
 
 from .. import api
+from ..pftrace import FORMATS
 from ._common import EXIT_OK, RAW, err, out, seed, write_trace
 
 RUN_EPILOG = """\
@@ -34,7 +36,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="check the engine's invariants after every event (slower; for debugging)")
     r.add_argument("--force", action="store_true",
                    help="run even if the scenario is estimated to take hours (over 5e10 events)")
-    r.add_argument("--trace", metavar="FILE", help="also write a Perfetto (Chrome JSON) trace of the run to FILE")
+    r.add_argument("--trace", metavar="FILE",
+                   help="also write a trace of the run to FILE: Perfetto protobuf for .pftrace, else Chrome JSON")
+    r.add_argument("--trace-format", choices=FORMATS, metavar="{json,perfetto}",
+                   help="the --trace file's format, overriding its extension")
     r.set_defaults(func=cmd_run)
 
 
@@ -71,7 +76,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         tr = trace(args.scenario, seed=args.seed)
         result = tr.result
-        err(write_trace(tr, args.trace))
+        err(write_trace(tr, args.trace, args.trace_format))
     else:
         result = api.run(args.scenario, seed=args.seed, check_invariants=args.check_invariants, force=args.force)
     if args.out:

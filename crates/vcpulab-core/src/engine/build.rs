@@ -268,6 +268,7 @@ impl<'m, S: Scheduler> Sim<'m, S> {
             kvm: KvmState::new(model, ntasks),
             starvation_bound: None,
             metrics_since: SimTime::ZERO,
+            rtapp_timers: Default::default(),
             n_vcpu_tasks,
             n_vm_workloads,
             io_backend,

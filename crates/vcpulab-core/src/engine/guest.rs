@@ -404,6 +404,11 @@ impl<S: Scheduler> Sim<'_, S> {
                 let (window, writeback) = (*window, *writeback);
                 self.step_io(id, w, now, latency, write_bytes, window, writeback)
             }
+            &RtOp::Timer {
+                period,
+                relative,
+                slot,
+            } => self.step_timer(id, now, period, relative, slot),
             RtOp::HelperWait => self.step_helper_wait(id, w),
             RtOp::HelperWork => self.step_helper_work(id, w),
             RtOp::HelperNet => self.step_helper_net(id, w, now),
@@ -423,6 +428,37 @@ impl<S: Scheduler> Sim<'_, S> {
                 spinners,
             } => self.step_lookbusy(id, w, util, first_busy_ns, spinners),
         }
+    }
+
+    /// rt-app's timer event (rt-app.c, `case rtapp_timer`): the expiry moves on by a
+    /// period from the run's start (rt-app's `t_first`, the use case's start); the thread
+    /// sleeps until it, or, late, goes on at once (and a relative timer counts the next
+    /// period from now).
+    fn step_timer(
+        &mut self,
+        id: ThreadId,
+        now: SimTime,
+        period: SimDuration,
+        relative: bool,
+        slot: u32,
+    ) -> Option<bool> {
+        let next = self
+            .st
+            .rtapp_timers
+            .entry((id, slot))
+            .or_insert(SimTime::ZERO);
+        *next += period;
+        let at = *next;
+        self.st.threads[id as usize].pc += 1;
+        if now < at {
+            self.st.threads[id as usize].state = ThState::Blocked;
+            self.st.q.push(at, EventKind::ThreadWake { thread: id });
+            return Some(false);
+        }
+        if relative {
+            self.st.rtapp_timers.insert((id, slot), now);
+        }
+        None
     }
 
     /// lookbusy's busy phase: as long as its controller says (see `lookbusy_busy_ns`).

@@ -503,6 +503,8 @@ struct State {
     starvation_bound: Option<SimDuration>,
     /// Metrics count from here (0, or the end of the warm-up).
     metrics_since: SimTime,
+    /// rt-app timers (`RtOp::Timer`): the next expiry of each (thread, slot) in use.
+    rtapp_timers: std::collections::BTreeMap<(ThreadId, u32), SimTime>,
 }
 
 impl<S: Scheduler> Sim<'_, S> {

@@ -8,6 +8,7 @@
 //! unit for request-driven workloads.
 
 mod presets;
+mod rtapp;
 
 use crate::reader::{type_name, Owned, Res, Table};
 use crate::rng::Rng;
@@ -143,6 +144,15 @@ pub enum Op {
     },
     /// Block on a timer.
     Sleep { duration: Dist },
+    /// rt-app's periodic timer: the thread's timer `slot` expires every `period` ns from
+    /// the start of the run; block until its next expiry. Late (the expiry passed),
+    /// go on at once, and with `relative` count the next period from now (rt-app's
+    /// default) rather than catch up.
+    Timer {
+        period: f64,
+        relative: bool,
+        slot: u32,
+    },
     /// Take the next request from the workload's queue, blocking until one arrives.
     WaitRequest,
     /// Complete the request taken by the last WaitRequest: records its latency.
@@ -173,6 +183,7 @@ impl Op {
             Op::Ipi { .. } => "ipi",
             Op::Io { .. } => "io",
             Op::Sleep { .. } => "sleep",
+            Op::Timer { .. } => "timer",
             Op::WaitRequest => "wait_request",
             Op::Respond => "respond",
             Op::WaitPacket => "packet wait",
@@ -574,7 +585,22 @@ fn parse_rx(o: &Owned, vcpus: u32) -> Res<RxPath> {
     })
 }
 
-/// Parses one `[[vm.workload]]` table, registering the lock names it uses.
+/// Parses one `[[vm.workload]]` table into its workloads (one, or an rt-app file's
+/// tasks), registering the lock names they use.
+pub fn parse_workloads(
+    o: &Owned,
+    locks: &mut Vec<String>,
+    default_lock: LockKind,
+    vcpus: u32,
+) -> Res<Vec<WorkloadSpec>> {
+    let t = o.table()?;
+    if t.req("kind")?.str()? == "rt-app" {
+        return rtapp::parse(&t, locks, vcpus);
+    }
+    Ok(vec![parse_workload(o, locks, default_lock, vcpus)?])
+}
+
+/// Parses one workload table that is a single workload (a VM's, or a host thread's).
 pub fn parse_workload(
     o: &Owned,
     locks: &mut Vec<String>,
@@ -583,6 +609,12 @@ pub fn parse_workload(
 ) -> Res<WorkloadSpec> {
     let t = o.table()?;
     let kind = t.req("kind")?.str()?.to_string();
+    if kind == "rt-app" {
+        return t.err(
+            "kind",
+            "an rt-app file's tasks run in a guest: give it as a VM's workload (a host thread runs one thread of compute, sleep and io)",
+        );
+    }
     let threads = t.opt_u64("threads", 0, 1_000_000)?.unwrap_or(1) as u32;
     let arrivals = t.get("arrivals").map(|a| parse_arrivals(&a)).transpose()?;
     let unit_override = t.opt_str("unit")?.map(str::to_string);

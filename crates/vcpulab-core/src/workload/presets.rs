@@ -14,6 +14,7 @@ use crate::vocab::LockKind;
 /// Every workload kind, with the one line `vcpulab presets` prints for it.
 pub const PRESETS: &[(&str, &str)] = &[
     ("program", "explicit list of operations (compute, lock, ipi, io, sleep, wait_request, respond, serve)"),
+    ("rt-app", "an rt-app JSON use case (file = \"x.json\"): a workload per task; run, sleep, timer and lock/unlock map (docs/scenarios.md)"),
     ("sysbench-cpu", "sysbench cpu: events of fixed CPU work (prime search), events/s"),
     ("stress-ng", "stress-ng --cpu: CPU hog threads, bogo-ops/s"),
     ("lookbusy", "lookbusy 1.4: 100 ms busy/sleep cycles at a target utilisation, busy phases adjusted to the guest's measured use"),
