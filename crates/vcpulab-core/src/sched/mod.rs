@@ -35,6 +35,7 @@ registry::schedulers! {
     cfs::Cfs,
     eevdf::Eevdf,
     credit::Credit,
+    credit2::Credit2,
     flms::Flms,
     vslicer::VSlicer,
     vturbo::VTurbo,
