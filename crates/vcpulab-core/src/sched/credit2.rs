@@ -565,7 +565,14 @@ impl Credit2 {
 
     /// `csched2_runtime`. `inflight` is the credit of the unit being switched out if it
     /// goes back on the runqueue (0 otherwise); only the 2025 rule reads it.
-    fn runtime(&mut self, cpu: usize, snext: TaskId, continuing: bool, now: SimTime, inflight: i64) -> i64 {
+    fn runtime(
+        &mut self,
+        cpu: usize,
+        snext: TaskId,
+        continuing: bool,
+        now: SimTime,
+        inflight: i64,
+    ) -> i64 {
         let mut min_time = MIN_TIMER;
         if self.ratelimit > 0 {
             let mut ratelimit_min = self.ratelimit;
@@ -588,7 +595,11 @@ impl Credit2 {
         if swait > 0 {
             rt_credit = credit - swait;
         }
-        let mut time = if rt_credit > 0 { self.c2t(snext, rt_credit) } else { 0 };
+        let mut time = if rt_credit > 0 {
+            self.c2t(snext, rt_credit)
+        } else {
+            0
+        };
         if let Some(b) = self.units[snext as usize].budget {
             if b < time {
                 time = b;
@@ -649,7 +660,11 @@ impl Credit2 {
         let idle_free = self.rqs[r].idle.subtract(&self.rqs[r].tickled);
         let mut idle_cores = CpuSet::empty(self.curr.len());
         for c in idle_free.iter() {
-            if self.siblings[c].intersect(&self.rqs[r].cpus).iter().all(|s| idle_free.contains(s)) {
+            if self.siblings[c]
+                .intersect(&self.rqs[r].cpus)
+                .iter()
+                .all(|s| idle_free.contains(s))
+            {
                 idle_cores.insert(c);
             }
         }
@@ -661,7 +676,9 @@ impl Credit2 {
                 return;
             }
         }
-        let mut busy = aff.subtract(&self.rqs[r].idle).subtract(&self.rqs[r].tickled);
+        let mut busy = aff
+            .subtract(&self.rqs[r].idle)
+            .subtract(&self.rqs[r].tickled);
         let mut best: Option<usize> = None;
         let mut max = 0;
         if busy.contains(cpu) {
@@ -827,7 +844,8 @@ impl Credit2 {
     fn move_to(&mut self, t: TaskId, to: usize) {
         self.runq_deassign(t);
         let mask = self.affinity[t as usize].intersect(&self.rqs[to].cpus);
-        let cpu = cycle_after(self.rqs[to].pick_bias, &mask).expect("migrate to a runqueue the affinity allows");
+        let cpu = cycle_after(self.rqs[to].pick_bias, &mask)
+            .expect("migrate to a runqueue the affinity allows");
         self.rqs[to].pick_bias = cpu;
         self.units[t as usize].processor = cpu;
         self.runq_assign(t, to);
@@ -835,7 +853,9 @@ impl Credit2 {
 
     fn migrateable(&self, t: TaskId, to: usize) -> bool {
         self.units[t as usize].migrate_to.is_none()
-            && !self.affinity[t as usize].intersect(&self.rqs[to].cpus).is_empty()
+            && !self.affinity[t as usize]
+                .intersect(&self.rqs[to].cpus)
+                .is_empty()
     }
 
     /// `balance_load` from runqueue `l`.
@@ -937,7 +957,8 @@ impl Credit2 {
             .filter(|&r| !aff.intersect(&self.rqs[r].cpus).is_empty())
             .min_by_key(|&r| (self.rqs[r].b_avgload, r))
             .expect("the affinity names a pCPU of the host");
-        let cpu = cycle_after(self.rqs[r].pick_bias, &aff.intersect(&self.rqs[r].cpus)).expect("nonempty");
+        let cpu = cycle_after(self.rqs[r].pick_bias, &aff.intersect(&self.rqs[r].cpus))
+            .expect("nonempty");
         self.rqs[r].pick_bias = cpu;
         self.units[t as usize].processor = cpu;
         self.runq_assign(t, r);
@@ -946,18 +967,27 @@ impl Credit2 {
     // ---- scheduling ----------------------------------------------------------------
 
     /// `runq_candidate`: the unit to run on `cpu` (None: idle).
-    fn candidate(&mut self, view: &SchedView, scurr: Option<TaskId>, cpu: usize, now: SimTime) -> Option<TaskId> {
+    fn candidate(
+        &mut self,
+        view: &SchedView,
+        scurr: Option<TaskId>,
+        cpu: usize,
+        now: SimTime,
+    ) -> Option<TaskId> {
         let mut snext = None;
         if let Some(c) = scurr {
             if self.runnable(view, c) {
-                if self.ratelimit > 0 && ns(now) - ns(self.units[c as usize].run_start) < self.ratelimit {
+                if self.ratelimit > 0
+                    && ns(now) - ns(self.units[c as usize].run_start) < self.ratelimit
+                {
                     self.counters.bump(RATELIMITED);
                     return Some(c);
                 }
                 snext = Some(c);
             }
         }
-        let snext_credit = |s: &Self, n: Option<TaskId>| n.map_or(CREDIT_MIN - 1, |t| s.units[t as usize].credit);
+        let snext_credit =
+            |s: &Self, n: Option<TaskId>| n.map_or(CREDIT_MIN - 1, |t| s.units[t as usize].credit);
         let r = self.rq_of[cpu];
         let mut i = 0;
         while i < self.rqs[r].queue.len() {
@@ -1016,7 +1046,8 @@ impl Credit2 {
             if let Some(to) = self.units[p as usize].migrate_to.take() {
                 // `vcpu_migrate_finish`: moved, then woken on the new runqueue.
                 self.move_to(p, to);
-                if ctx.view.state[p as usize] != RunState::Halted && !self.units[p as usize].parked {
+                if ctx.view.state[p as usize] != RunState::Halted && !self.units[p as usize].parked
+                {
                     self.update_load(ctx.view, p, 1, ctx.now);
                     self.runq_insert(p);
                     self.runq_tickle(ctx, p);
@@ -1028,7 +1059,8 @@ impl Credit2 {
 }
 
 fn ewma(avg: i64, delta: i64, load: i64) -> i64 {
-    avg + ((delta * (load << LOAD_PRECISION_SHIFT)) >> LOAD_WINDOW_SHIFT) - ((delta * avg) >> LOAD_WINDOW_SHIFT)
+    avg + ((delta * (load << LOAD_PRECISION_SHIFT)) >> LOAD_WINDOW_SHIFT)
+        - ((delta * avg) >> LOAD_WINDOW_SHIFT)
 }
 
 /// pCPUs of `cpus` counted by whole cores (a core with a pCPU there counts all of it).
@@ -1147,7 +1179,12 @@ impl Scheduler for Credit2 {
         self.context_saved(ctx, t, false);
     }
 
-    fn pick_next(&mut self, ctx: &mut SchedCtx, cpu: CpuId, prev: Option<TaskId>) -> Option<TaskId> {
+    fn pick_next(
+        &mut self,
+        ctx: &mut SchedCtx,
+        cpu: CpuId,
+        prev: Option<TaskId>,
+    ) -> Option<TaskId> {
         let now = ctx.now;
         let c = cpu as usize;
         let r = self.rq_of[c];
@@ -1175,8 +1212,13 @@ impl Scheduler for Credit2 {
                     self.runq_remove(n);
                 }
                 self.rqs[r].idle.remove(c);
-                let head = self.rqs[r].queue.first().map(|&h| self.units[h as usize].credit);
-                let top = head.map_or(self.units[n as usize].credit, |h| h.max(self.units[n as usize].credit));
+                let head = self.rqs[r]
+                    .queue
+                    .first()
+                    .map(|&h| self.units[h as usize].credit);
+                let top = head.map_or(self.units[n as usize].credit, |h| {
+                    h.max(self.units[n as usize].credit)
+                });
                 if top <= CREDIT_RESET {
                     self.reset_credit(ctx, r, n);
                     self.balance_load(ctx, r);
@@ -1199,7 +1241,10 @@ impl Scheduler for Credit2 {
                 if credit < CREDIT_MIN {
                     self.violated(|| format!("credit2: task {n} dispatched on pCPU {c} with credit {credit} ns, below CREDIT_MIN"));
                 }
-                let top_now = self.rqs[r].queue.first().map_or(credit, |&h| self.units[h as usize].credit.max(credit));
+                let top_now = self.rqs[r]
+                    .queue
+                    .first()
+                    .map_or(credit, |&h| self.units[h as usize].credit.max(credit));
                 if top_now <= CREDIT_RESET {
                     self.violated(|| format!("credit2: task {n} dispatched on pCPU {c} with top credit {top_now} ns and no reset"));
                 }
@@ -1246,7 +1291,11 @@ impl Scheduler for Credit2 {
     /// cap period per turn for capped VMs (a parked unit waits for the refill).
     fn starvation_bound(&self, view: &SchedView) -> Option<SimDuration> {
         let turn = SimDuration((MAX_TIMER + self.ratelimit + MIN_TIMER) as u64);
-        let turn = if self.any_cap { turn.plus(SimDuration(self.cap_period as u64)) } else { turn };
+        let turn = if self.any_cap {
+            turn.plus(SimDuration(self.cap_period as u64))
+        } else {
+            turn
+        };
         Some(proportional_share_bound(view, turn.saturating_mul(2)))
     }
 
@@ -1263,19 +1312,28 @@ impl Scheduler for Credit2 {
         for (r, rq) in self.rqs.iter().enumerate() {
             for w in rq.queue.windows(2) {
                 if self.units[w[0] as usize].credit < self.units[w[1] as usize].credit {
-                    return Err(format!("credit2: runqueue {r} is out of credit order at tasks {} and {}", w[0], w[1]));
+                    return Err(format!(
+                        "credit2: runqueue {r} is out of credit order at tasks {} and {}",
+                        w[0], w[1]
+                    ));
                 }
             }
             for &t in &rq.queue {
                 queued[t as usize] += 1;
                 if self.units[t as usize].rq != r {
-                    return Err(format!("credit2: task {t} waits on runqueue {r} but is assigned to {}", self.units[t as usize].rq));
+                    return Err(format!(
+                        "credit2: task {t} waits on runqueue {r} but is assigned to {}",
+                        self.units[t as usize].rq
+                    ));
                 }
             }
         }
         for c in 0..self.curr.len() {
             if view.cpu_curr[c] != self.curr[c] {
-                return Err(format!("credit2: pCPU {c} runs {:?} but the scheduler has {:?}", view.cpu_curr[c], self.curr[c]));
+                return Err(format!(
+                    "credit2: pCPU {c} runs {:?} but the scheduler has {:?}",
+                    view.cpu_curr[c], self.curr[c]
+                ));
             }
             if let Some(t) = self.curr[c] {
                 if self.units[t as usize].parked {
@@ -1286,7 +1344,10 @@ impl Scheduler for Credit2 {
         for (t, u) in self.units.iter().enumerate() {
             let want = u32::from(view.state[t] == RunState::Runnable && !u.parked);
             if queued[t] != want || u.on_runq != (want == 1) {
-                return Err(format!("credit2: task {t} ({:?}, parked {}) is queued {} times", view.state[t], u.parked, queued[t]));
+                return Err(format!(
+                    "credit2: task {t} ({:?}, parked {}) is queued {} times",
+                    view.state[t], u.parked, queued[t]
+                ));
             }
             if u.credit < CREDIT_MIN {
                 return Err(format!("credit2: task {t} holds {} ns of credit", u.credit));
@@ -1313,7 +1374,9 @@ fn check_params(t: &Table) -> Res<()> {
     if let Some(o) = t.get("ratelimit_us") {
         let r = o.u64_in(0, 500_000)?;
         if r != 0 && r < 100 {
-            return o.err(format!("{r} is below Xen's minimum of 100 us; use 0 to turn rate limiting off"));
+            return o.err(format!(
+                "{r} is below Xen's minimum of 100 us; use 0 to turn rate limiting off"
+            ));
         }
     }
     if let Some(o) = t.get("max_cpus_runqueue") {
