@@ -585,3 +585,149 @@ impl super::Registered for Rtds {
         Some(p.duration("budget"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::{SchedOut, TaskInfo};
+    use crate::topology::Topology;
+    use crate::vocab::RtReservation;
+
+    fn view(rts: &[RtReservation]) -> SchedView {
+        SchedView {
+            topo: Topology::new(1, 1, 1, 1),
+            tasks: rts
+                .iter()
+                .enumerate()
+                .map(|(i, rt)| TaskInfo {
+                    vm: i as u32,
+                    index: 0,
+                    affinity: CpuSet::full(1),
+                    weight: 256,
+                    cap: 0,
+                    class: None,
+                    latency_vcpu: false,
+                    rt: *rt,
+                })
+                .collect(),
+            state: vec![RunState::Halted; rts.len()],
+            cpu_curr: vec![None],
+            nvms: rts.len() as u32,
+        }
+    }
+
+    fn hook<R>(
+        s: &mut Rtds,
+        view: &SchedView,
+        now: i64,
+        f: impl FnOnce(&mut Rtds, &mut SchedCtx) -> R,
+    ) -> (R, SchedOut) {
+        let mut out = SchedOut {
+            resched_pending: vec![false; view.cpu_curr.len()],
+            ..Default::default()
+        };
+        let r = f(
+            s,
+            &mut SchedCtx {
+                now: SimTime(now as u64),
+                view,
+                out: &mut out,
+            },
+        );
+        (r, out)
+    }
+
+    fn started(view: &SchedView) -> Rtds {
+        let mut s = Rtds::new(&Params {
+            table: &toml::Table::new(),
+            infos: PARAMS,
+        });
+        hook(&mut s, view, 0, |s, ctx| s.init(ctx));
+        s
+    }
+
+    /// A busy unit without extra time runs its budget (1 ms), is depleted until its
+    /// deadline (5 ms), where the replenishment refills it, moves the deadline a period
+    /// on and tickles its pCPU; with extra time it would have kept running at level 1.
+    #[test]
+    fn replenishment_refills_a_depleted_unit_at_its_deadline() {
+        let ms = 1_000_000;
+        let rt = RtReservation {
+            period_ns: Some(5 * ms as u64),
+            budget_ns: Some(ms as u64),
+            extratime: Some(false),
+        };
+        let mut v = view(&[rt]);
+        let mut s = started(&v);
+        v.state[0] = RunState::Runnable;
+        hook(&mut s, &v, 0, |s, ctx| s.wake(ctx, 0));
+        let (next, out) = hook(&mut s, &v, 0, |s, ctx| s.pick_next(ctx, 0, None));
+        assert_eq!(next, Some(0));
+        assert_eq!(out.timers, [(0, Some(SimTime(ms as u64)))]);
+        assert_eq!(out.global_timer, Some(Some(SimTime(5 * ms as u64))));
+        v.state[0] = RunState::Running(0);
+        v.cpu_curr[0] = Some(0);
+        let (next, _) = hook(&mut s, &v, ms, |s, ctx| s.pick_next(ctx, 0, Some(0)));
+        assert_eq!(next, None, "depleted");
+        // Queued again, it tickled its idle pCPU, which reschedules and stays idle.
+        let (next, _) = hook(&mut s, &v, ms, |s, ctx| s.pick_next(ctx, 0, None));
+        assert_eq!(next, None);
+        assert!(s.units[0].on_depletedq && s.units[0].depleted);
+        v.state[0] = RunState::Runnable;
+        v.cpu_curr[0] = None;
+        assert_eq!(s.check(&v), Ok(()));
+        let (_, out) = hook(&mut s, &v, 5 * ms, |s, ctx| s.global_timer(ctx));
+        let u = &s.units[0];
+        assert_eq!(
+            (u.cur_budget, u.cur_deadline, u.on_runq),
+            (ms, 10 * ms, true)
+        );
+        assert_eq!(out.resched, [0]);
+        assert_eq!(s.counters.values[REPLENISH_UNDEPLETED], 1);
+        // The check catches a unit that ran over its budget in a period.
+        s.units[0].used = 2 * ms;
+        assert!(s.check(&v).unwrap_err().contains("over its budget"));
+        // With extra time the same unit keeps running past its budget, a level down.
+        let mut v = view(&[RtReservation {
+            extratime: Some(true),
+            ..rt
+        }]);
+        let mut s = started(&v);
+        v.state[0] = RunState::Runnable;
+        hook(&mut s, &v, 0, |s, ctx| s.wake(ctx, 0));
+        hook(&mut s, &v, 0, |s, ctx| s.pick_next(ctx, 0, None));
+        v.state[0] = RunState::Running(0);
+        v.cpu_curr[0] = Some(0);
+        let (next, _) = hook(&mut s, &v, ms, |s, ctx| s.pick_next(ctx, 0, Some(0)));
+        assert_eq!(next, Some(0));
+        assert_eq!(s.units[0].priority_level, 1);
+    }
+
+    /// EDF: a waking unit with an earlier deadline preempts the running one.
+    #[test]
+    fn an_earlier_deadline_preempts() {
+        let ms = 1_000_000u64;
+        let long = RtReservation {
+            period_ns: Some(100 * ms),
+            budget_ns: Some(50 * ms),
+            extratime: None,
+        };
+        let short = RtReservation {
+            period_ns: Some(10 * ms),
+            budget_ns: Some(ms),
+            extratime: None,
+        };
+        let mut v = view(&[long, short]);
+        let mut s = started(&v);
+        v.state[0] = RunState::Runnable;
+        hook(&mut s, &v, 0, |s, ctx| s.wake(ctx, 0));
+        hook(&mut s, &v, 0, |s, ctx| s.pick_next(ctx, 0, None));
+        v.state[0] = RunState::Running(0);
+        v.cpu_curr[0] = Some(0);
+        v.state[1] = RunState::Runnable;
+        let (_, out) = hook(&mut s, &v, 1000, |s, ctx| s.wake(ctx, 1));
+        assert_eq!(out.resched, [0]);
+        let (next, _) = hook(&mut s, &v, 1000, |s, ctx| s.pick_next(ctx, 0, Some(0)));
+        assert_eq!(next, Some(1));
+    }
+}
