@@ -882,8 +882,9 @@ impl Credit2 {
         let Some(o) = other else {
             return;
         };
-        // As upstream, the overload test reads the last runqueue looked at.
-        let last = self.rqs.len() - 1 - usize::from(l == self.rqs.len() - 1);
+        // As upstream, the overload test reads the runqueue the scan ended on (the last
+        // of the list, which may be this one), not necessarily the busiest.
+        let last = self.rqs.len() - 1;
         let load_max = self.rqs[l].b_avgload.max(self.rqs[last].b_avgload);
         let cpus_max = self.rqs[l].cpus.len().max(self.rqs[last].cpus.len()) as i64;
         let tolerance = if load_max < cpus_max << LOAD_PRECISION_SHIFT {
