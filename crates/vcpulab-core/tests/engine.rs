@@ -353,14 +353,16 @@ threads = 2
         // on the pCPU when the sleeper halted, keeps it for a full 1 ms when the sleeper
         // wakes 990 us later, so this 1 kHz sleeper waits about as long as it sleeps (as on
         // Xen 4.4; Credit2 lets a waker preempt from 950 us on, but then keeps the hog until
-        // the rate limit has passed plus its 500 us minimum timer). It still uses next to
-        // no CPU.
-        let rate_limited = vcpulab_core::sched::find(s)
-            .unwrap()
-            .params
+        // the rate limit has passed plus its 500 us minimum timer). A reservation
+        // scheduler (RTDS: EDF over per-vCPU budgets) lets the waker run first only when
+        // its deadline is earlier, so it may wait for the hog's budget too. Either way the
+        // sleeper still uses next to no CPU.
+        let params = vcpulab_core::sched::find(s).unwrap().params;
+        let rate_limited = params
             .iter()
             .any(|p| p.name == "ratelimit_us" && p.default != "0");
-        let halted = if props.credit_accounting || rate_limited {
+        let reservations = params.iter().any(|p| p.name == "budget");
+        let halted = if props.credit_accounting || rate_limited || reservations {
             0.9
         } else {
             1.9
