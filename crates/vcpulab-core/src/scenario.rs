@@ -682,7 +682,10 @@ fn parse_rt(t: &Table) -> Res<crate::vocab::RtReservation> {
     let budget = t.opt_duration("rt_budget")?;
     for (key, d) in [("rt_period", period), ("rt_budget", budget)] {
         if d.is_some_and(|d| d < min) {
-            return t.err(key, "must be at least 10us (Xen's RTDS_MIN_PERIOD and RTDS_MIN_BUDGET)");
+            return t.err(
+                key,
+                "must be at least 10us (Xen's RTDS_MIN_PERIOD and RTDS_MIN_BUDGET)",
+            );
         }
     }
     let effective_period = period.unwrap_or(SimDuration::from_ms(10));
@@ -690,13 +693,17 @@ fn parse_rt(t: &Table) -> Res<crate::vocab::RtReservation> {
         if b > effective_period {
             return t.err(
                 "rt_budget",
-                format!("{b} is longer than the period ({effective_period}); the budget must fit in it"),
+                format!(
+                    "{b} is longer than the period ({effective_period}); the budget must fit in it"
+                ),
             );
         }
     } else if effective_period < SimDuration::from_ms(4) {
         return t.err(
             "rt_period",
-            format!("{effective_period} is shorter than the default budget (4ms); give rt_budget too"),
+            format!(
+                "{effective_period} is shorter than the default budget (4ms); give rt_budget too"
+            ),
         );
     }
     Ok(crate::vocab::RtReservation {
