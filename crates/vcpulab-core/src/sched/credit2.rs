@@ -1259,10 +1259,7 @@ impl Scheduler for Credit2 {
                 self.update_runq_load(r, 0, now);
             }
         }
-        let runtime = match snext {
-            Some(n) => Some(self.runtime(c, n, prev == Some(n), now, inflight)),
-            None => None,
-        };
+        let runtime = snext.map(|n| self.runtime(c, n, prev == Some(n), now, inflight));
         self.curr[c] = snext;
         if let Some(p) = prev {
             if snext != Some(p) {
