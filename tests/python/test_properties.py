@@ -88,6 +88,12 @@ _PARAM_RANGES = {
     "vturbo": {"tslice_ms": st.integers(3, 60), "ratelimit_us": st.sampled_from([0, 100, 1000]),
                "turbo_slice_us": st.integers(1, 3000)},
     "io-bound": {"tslice_ms": st.integers(3, 60), "ratelimit_us": st.sampled_from([0, 100, 1000])},
+    "credit2": {"ratelimit_us": st.sampled_from([0, 100, 1000]),
+                "runqueue": st.sampled_from(["cpu", "core", "socket", "node", "all"]),
+                "runtime_rule": st.sampled_from(["4.19", "2025"]),
+                "migrate_resist_us": st.integers(0, 1000), "cap_period_ms": st.integers(1, 50)},
+    # The budget at most the period.
+    "rtds": {"period": _dur_us(4000, 20000), "budget": _dur_us(10, 4000), "extratime": st.booleans()},
 }
 _REGISTERED = vcpulab.schedulers()
 _schedulers = st.one_of([

@@ -54,6 +54,7 @@ pub(crate) struct VmModel {
     pub vcpus: u32,
     pub weight: u32,
     pub cap: u32,
+    pub rt: crate::vocab::RtReservation,
     pub class: Option<VmClass>,
     /// vCPUs 0..latency_vcpus are latency (I/O) vCPUs: all of an LSVM's, a MixVM's
     /// reserved ones, none of any other VM's.
@@ -269,6 +270,7 @@ fn compile_vm(vm: &VmSpec, base_ghz: f64) -> VmModel {
         vcpus: vm.vcpus,
         weight: vm.weight,
         cap: vm.cap,
+        rt: vm.rt,
         class: vm.class,
         latency_vcpus: (0..vm.vcpus).take_while(|&i| vm.is_latency_vcpu(i)).count() as u32,
         affinity: vm.affinity.clone(),

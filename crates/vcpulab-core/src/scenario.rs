@@ -167,6 +167,8 @@ pub struct VmSpec {
     pub weight: u32,
     /// Percent of one pCPU the whole VM may use (Xen Credit `cap`); 0: no cap.
     pub cap: u32,
+    /// RTDS reservation of each vCPU (keys left out: the scheduler's defaults).
+    pub rt: crate::vocab::RtReservation,
     /// Per-vCPU affinity (one entry per vCPU); None = all pCPUs.
     pub affinity: Vec<Option<CpuSet>>,
     pub spinlock: LockKind,
@@ -672,6 +674,45 @@ fn parse_affinity(o: &Owned, ncpus: usize) -> Res<CpuSet> {
     Ok(set)
 }
 
+/// A VM's RTDS reservation: Xen's `rt_validate_params` limits (period and budget at
+/// least 10 us, budget at most the period).
+fn parse_rt(t: &Table) -> Res<crate::vocab::RtReservation> {
+    let min = SimDuration::from_us(10);
+    let period = t.opt_duration("rt_period")?;
+    let budget = t.opt_duration("rt_budget")?;
+    for (key, d) in [("rt_period", period), ("rt_budget", budget)] {
+        if d.is_some_and(|d| d < min) {
+            return t.err(
+                key,
+                "must be at least 10us (Xen's RTDS_MIN_PERIOD and RTDS_MIN_BUDGET)",
+            );
+        }
+    }
+    let effective_period = period.unwrap_or(SimDuration::from_ms(10));
+    if let Some(b) = budget {
+        if b > effective_period {
+            return t.err(
+                "rt_budget",
+                format!(
+                    "{b} is longer than the period ({effective_period}); the budget must fit in it"
+                ),
+            );
+        }
+    } else if effective_period < SimDuration::from_ms(4) {
+        return t.err(
+            "rt_period",
+            format!(
+                "{effective_period} is shorter than the default budget (4ms); give rt_budget too"
+            ),
+        );
+    }
+    Ok(crate::vocab::RtReservation {
+        period_ns: period.map(SimDuration::ns),
+        budget_ns: budget.map(SimDuration::ns),
+        extratime: t.opt_bool("rt_extratime")?,
+    })
+}
+
 fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
     let t = item.table()?;
     let name = parse_name(&t, "VM")?;
@@ -690,6 +731,7 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
             c as u32
         }
     };
+    let rt = parse_rt(&t)?;
     let affinity = match t.get("affinity") {
         None => vec![None; vcpus as usize],
         Some(o) => match o.v {
@@ -811,6 +853,9 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
         "vcpus",
         "weight",
         "cap",
+        "rt_period",
+        "rt_budget",
+        "rt_extratime",
         "affinity",
         "spinlock",
         "pv_spinlock",
@@ -827,6 +872,7 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
         vcpus,
         weight,
         cap,
+        rt,
         affinity,
         spinlock,
         pv_spin_threshold_cycles,

@@ -37,3 +37,14 @@ pub enum IoDriver {
     /// A host thread (by index) whose workload is netback.
     HostThread(u32),
 }
+
+/// A VM's real-time reservation for Xen's RTDS scheduler (`[[vm]] rt_period`, `rt_budget`,
+/// `rt_extratime`): each key left out takes the scheduler's default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RtReservation {
+    /// Nanoseconds.
+    pub period_ns: Option<u64>,
+    /// Nanoseconds.
+    pub budget_ns: Option<u64>,
+    pub extratime: Option<bool>,
+}

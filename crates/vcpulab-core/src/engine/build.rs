@@ -59,6 +59,7 @@ impl<'m, S: Scheduler> Sim<'m, S> {
                     cap: vm.cap,
                     class: vm.class,
                     latency_vcpu: i < vm.latency_vcpus,
+                    rt: vm.rt,
                 });
                 tasks.push(Task::new(
                     vi as u32,
@@ -124,6 +125,7 @@ impl<'m, S: Scheduler> Sim<'m, S> {
                 cap: 0,
                 class: None,
                 latency_vcpu: false,
+                rt: Default::default(),
             });
             tasks.push(Task::new(owner, 0));
             let wid = workloads.len() as u32;

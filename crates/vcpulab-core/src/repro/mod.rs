@@ -81,6 +81,11 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         include_str!("../../../../scenarios/reproductions/software-ft/experiment.toml"),
         include_str!("../../../../scenarios/reproductions/software-ft/scenario.toml"),
     ),
+    (
+        "xen-credit2",
+        include_str!("../../../../scenarios/reproductions/xen-credit2/experiment.toml"),
+        include_str!("../../../../scenarios/reproductions/xen-credit2/scenario.toml"),
+    ),
 ];
 
 #[derive(Clone, Debug, Serialize)]

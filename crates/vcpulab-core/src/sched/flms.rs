@@ -790,6 +790,7 @@ mod tests {
                     cap: 0,
                     class: None,
                     latency_vcpu: l,
+                    rt: Default::default(),
                 })
                 .collect(),
             state: vec![RunState::Halted; latency.len()],

@@ -181,6 +181,7 @@ mod tests {
                     cap: 0,
                     class: None,
                     latency_vcpu: latency,
+                    rt: Default::default(),
                 })
                 .collect(),
             state: vec![RunState::Halted; tasks.len()],

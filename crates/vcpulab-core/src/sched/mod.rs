@@ -35,6 +35,8 @@ registry::schedulers! {
     cfs::Cfs,
     eevdf::Eevdf,
     credit::Credit,
+    credit2::Credit2,
+    rtds::Rtds,
     flms::Flms,
     vslicer::VSlicer,
     vturbo::VTurbo,
@@ -70,6 +72,8 @@ pub struct TaskInfo {
     pub class: Option<crate::vocab::VmClass>,
     /// A latency (I/O) vCPU: any vCPU of an LSVM, a reserved vCPU of a MixVM.
     pub latency_vcpu: bool,
+    /// The VM's RTDS reservation (host threads: none, the scheduler's defaults).
+    pub rt: crate::vocab::RtReservation,
 }
 
 /// What a scheduler may read about the host. Updated by the engine between hooks.

@@ -20,6 +20,7 @@ fn view(ntasks: usize) -> SchedView {
                 cap: 0,
                 class: None,
                 latency_vcpu: false,
+                rt: Default::default(),
             })
             .collect(),
         state: vec![RunState::Runnable; ntasks],
