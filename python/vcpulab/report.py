@@ -71,7 +71,8 @@ def _mpl() -> Any:
     try:
         import matplotlib
     except ImportError:
-        raise ScenarioError("vcpulab report needs matplotlib: pip install 'vcpulab[report]'") from None
+        raise ScenarioError("vcpulab report needs matplotlib, a dependency of vcpulab missing from this "
+                           "Python (uninstalled since?): pip install 'matplotlib>=3.5'") from None
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 

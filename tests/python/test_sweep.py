@@ -243,7 +243,7 @@ def test_a_sweep_without_pyarrow_stops_before_running_anything(tmp_path, monkeyp
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pyarrow" else real(name, *a))
     sw = write_sweep(tmp_path, SMALL)
-    with pytest.raises(vcpulab.ScenarioError, match=r"needs pyarrow: pip install 'vcpulab\[sweep\]'"):
+    with pytest.raises(vcpulab.ScenarioError, match=r"needs pyarrow, a dependency .*: pip install 'pyarrow>=10'"):
         run_sweep(str(sw), out_dir=str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
 

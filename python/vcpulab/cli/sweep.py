@@ -29,7 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("sweep", metavar="SWEEP.toml", help="sweep file (see docs/sweeps.md)")
     s.add_argument("--out", metavar="DIR", help="results folder (default: <sweep file name>-results)")
     s.add_argument("--engine", choices=["local", "ray"], default="local",
-                   help="local: a pool of worker processes (default); ray: Ray tasks (pip install 'vcpulab[ray]')")
+                   help="local: a pool of worker processes (default); ray: Ray tasks (pip install 'ray>=2.9')")
     s.add_argument("--workers", type=positive_int, metavar="N",
                    help="worker processes (local; default: the number of CPUs) or CPUs of a started Ray instance")
     s.add_argument("--ray-address", metavar="ADDR",
