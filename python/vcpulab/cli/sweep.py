@@ -60,14 +60,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         err(f"vcpulab: the finished runs are recorded in {args.out or default_out(args.sweep)}/runs/; "
             "continue with --resume")
         raise
-    from .._format import plural
+    from .._format import plural, wrap
 
     rate = f" ({result.ran / result.elapsed_s:.0f} runs/s)" if result.ran and result.elapsed_s > 0 else ""
-    out(
-        f"sweep: {plural(result.total, 'run')}: {result.ran} ran, {result.skipped} skipped (already done), "
+    out(wrap(
+        f"{plural(result.total, 'run')}: {result.ran} ran, {result.skipped} skipped (already done), "
         f"{len(result.failed)} failed; {result.elapsed_s:.1f} s{rate}; engine {args.engine}; "
-        f"results in {result.out_dir}/ (runs.parquet, vms.parquet)"
-    )
+        f"results in {result.out_dir}/ (runs.parquet, vms.parquet)", "sweep: ", "  "
+    ))
     for rec in result.failed[:20]:
         axes = ", ".join(f"{k}={json.dumps(v)}" for k, v in rec["axes"].items())
         err(f"failed {rec['run_id']} ({axes}): {rec['error']}")
