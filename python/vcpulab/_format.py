@@ -14,6 +14,9 @@ columns, or a log viewer, shows it without wrapping mid-cell."""
 MIN_WRAPPED = 12
 """A wrapped column is never made narrower than this."""
 
+NBSP = "\u00a0"
+"""Joins words that :func:`wrap` and :func:`table` keep on one line (printed as a space)."""
+
 
 def wrap(text: str, first: str = "", rest: Optional[str] = None, width: int = WIDTH) -> str:
     """``text`` wrapped to ``width`` columns, the first line led by ``first`` and the
@@ -23,10 +26,10 @@ def wrap(text: str, first: str = "", rest: Optional[str] = None, width: int = WI
     import textwrap
 
     rest = " " * len(first) if rest is None else rest
-    glued = re.sub(r"(\d) (?=[A-Za-z%])", "\\1\u00a0", text)
+    glued = re.sub(r"(\d) (?=[A-Za-z%])", "\\1" + NBSP, text)
     lines = textwrap.wrap(glued, width=width, initial_indent=first, subsequent_indent=rest,
                           break_long_words=True, break_on_hyphens=False)
-    return "\n".join(line.replace("\u00a0", " ") for line in lines) or first.rstrip()
+    return "\n".join(line.replace(NBSP, " ") for line in lines) or first.rstrip()
 
 
 def _wrap_cell(text: str, width: int) -> list[str]:
@@ -62,7 +65,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence
 
     def lines_of(cells: Sequence[str]) -> list[str]:
         # (A no-break space in a cell keeps two words together when it wraps.)
-        parts = [_wrap_cell(c, w) if len(c) > w else [c.replace("\u00a0", " ")] for c, w in zip(cells, widths)]
+        parts = [_wrap_cell(c, w) if len(c) > w else [c.replace(NBSP, " ")] for c, w in zip(cells, widths)]
         height = max(len(p) for p in parts)
         out = []
         for k in range(height):
@@ -116,9 +119,14 @@ def secs(x: Optional[float]) -> str:
     return f"{x:g} s"
 
 
+def phrases(*parts: str) -> str:
+    """``parts`` joined by ", ", each kept on one line when the text is wrapped."""
+    return ", ".join(p.replace(" ", NBSP) for p in parts)
+
+
 def pairs(d: Mapping[str, Any], skip: Sequence[str] = ()) -> str:
-    """``k v, k v`` for a dict of counters."""
-    return ", ".join(f"{k} {v}" for k, v in d.items() if k not in skip)
+    """``k v, k v`` for a dict of counters, each pair kept on one line by :func:`wrap`."""
+    return phrases(*(f"{k} {v}" for k, v in d.items() if k not in skip))
 
 
 def _ms(lat: Optional[Mapping[str, Any]], key: str) -> str:
@@ -238,9 +246,10 @@ def summary_text(s: Mapping[str, Any], verbose: bool = False) -> str:
     jain = (s.get("fairness") or {}).get("jain_vm")
     out += [
         "",
-        wrap(f"{plural(h['pcpus'], 'pCPU')}, utilization {pct(h['utilization'])}, "
-             f"busy {num(h['busy_time_s'])} s, idle {num(h['idle_time_s'])} s, "
-             f"overhead {num(h['overhead_time_s'])} s, {h['context_switches']} context switches", "host        "),
+        wrap(phrases(plural(h["pcpus"], "pCPU"), f"utilization {pct(h['utilization'])}",
+                     f"busy {num(h['busy_time_s'])} s", f"idle {num(h['idle_time_s'])} s",
+                     f"overhead {num(h['overhead_time_s'])} s", f"{h['context_switches']} context switches"),
+             "host        "),
         wrap(f"{mig.get('total', 0)} ({pairs(mig, skip=('total', 'cross_socket_share')) or 'none'})"
              + (f", {pct(mig['cross_socket_share'])} across sockets" if mig.get("cross_socket_share") is not None
                 else ""), "migrations  "),

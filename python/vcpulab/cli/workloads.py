@@ -22,7 +22,7 @@ def cmd_workloads(args: argparse.Namespace) -> int:
     if args.json:
         out(json.dumps(kinds, indent=2))
         return EXIT_OK
-    from .._format import table
+    from .._format import NBSP, table
 
     out(table(["kind", "model"], [[k["name"], k["description"]] for k in kinds]))
     out()
@@ -30,8 +30,8 @@ def cmd_workloads(args: argparse.Namespace) -> int:
     out()
 
     def listing(keys: list[dict]) -> str:
-        # A no-break space keeps "key = value" on one line when the cell wraps.
-        return "; ".join(f"{key['name']}\u00a0=\u00a0{key['default']}" for key in keys)
+        # "key = value" stays on one line when the cell wraps.
+        return "; ".join(f"{key['name']}{NBSP}={NBSP}{key['default']}" for key in keys)
 
     rows = [[k["name"], listing([key for key in k.get("keys", []) if not key.get("common")])] for k in kinds]
     common = [key for key in (kinds[0].get("keys", []) if kinds else []) if key.get("common")]
