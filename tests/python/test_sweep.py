@@ -177,7 +177,7 @@ def test_killed_worker_is_retried_once_then_reported(tmp_path, monkeypatch):
 
 
 def test_ray_gives_the_same_records_as_local(tmp_path):
-    pytest.importorskip("ray", reason="ray is not installed (pip install 'vcpulab[ray]'); the Ray engine is not tested")
+    pytest.importorskip("ray", reason="ray is not installed (pip install 'ray>=2.9'); the Ray engine is not tested")
     sw = write_sweep(tmp_path, SMALL)
     local, ray_out = tmp_path / "local", tmp_path / "ray"
     a = run_cli("sweep", str(sw), "--out", str(local), "--workers", "2")

@@ -223,3 +223,18 @@ def test_sweep_compare_validate_reproduce_fit(tmp_path, kvm_toml):
     assert "B-A" in text
     _fits(_cli("reproduce", "hyperv-root"))
     _fits(_cli("reproduce", "--list"))
+
+
+def test_report_names_reproduction_metrics_and_workload_figures_in_words():
+    import vcpulab
+    from vcpulab.report import _experiment_metric_name, describe_column
+
+    assert describe_column("vm.vm1.workloads.1.bandwidth_mbps") == ("bandwidth of VM vm1's workload 1", "Mb/s")
+    assert describe_column("vm.eval.ft.paused_time_s") == ("time stopped for fault-tolerance syncs of VM eval", "s")
+    exps = {e["id"]: e for e in vcpulab.experiments()}
+    assert (_experiment_metric_name(exps["kvm-ple-short"], "perf_norm")
+            == "throughput of VM bench, relative to variant baseline")
+    # No reproduction metric is left as its bare name.
+    for e in exps.values():
+        for m in e.get("metrics") or []:
+            assert m["name"] not in _experiment_metric_name(e, m["name"]), (e["id"], m["name"])
