@@ -18,18 +18,55 @@ NBSP = "\u00a0"
 """Joins words that :func:`wrap` and :func:`table` keep on one line (printed as a space)."""
 
 
+def cols(text: str) -> int:
+    """The columns ``text`` takes on a terminal: East Asian wide and full-width characters
+    (the Japanese of some papers' quotes) take two."""
+    import unicodedata
+
+    if text.isascii():
+        return len(text)
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _pad(text: str, width: int, right: bool) -> str:
+    fill = " " * max(0, width - cols(text))
+    return fill + text if right else text + fill
+
+
 def wrap(text: str, first: str = "", rest: Optional[str] = None, width: int = WIDTH) -> str:
-    """``text`` wrapped to ``width`` columns, the first line led by ``first`` and the
-    others by ``rest`` (default: as many spaces as ``first``). A number stays on the line
-    of the word after it ("8 pCPUs", "5 s"); a word longer than a line is broken."""
+    """``text`` wrapped to ``width`` terminal columns (see :func:`cols`) at spaces, the
+    first line led by ``first`` and the others by ``rest`` (default: as many spaces as
+    ``first``). A number stays on the line of the word after it ("8 pCPUs", "5 s"), as
+    do words joined by :data:`NBSP`; a word longer than a line is broken."""
     import re
-    import textwrap
 
     rest = " " * len(first) if rest is None else rest
     glued = re.sub(r"(\d) (?=[A-Za-z%])", "\\1" + NBSP, text)
-    lines = textwrap.wrap(glued, width=width, initial_indent=first, subsequent_indent=rest,
-                          break_long_words=True, break_on_hyphens=False)
-    return "\n".join(line.replace(NBSP, " ") for line in lines) or first.rstrip()
+    words = [w for w in re.split(r"[ \t\n\r]+", glued) if w]
+    lines: list[str] = []
+    line, has_word = first, False
+    for word in words:
+        piece = (" " if has_word else "") + word
+        if cols(line) + cols(piece) <= width:
+            line, has_word = line + piece, True
+            continue
+        if has_word:
+            lines.append(line)
+            line, has_word = rest, False
+        while cols(line) + cols(word) > width:
+            room = max(1, width - cols(line))
+            cut, used = 0, 0
+            while cut < len(word) and used + cols(word[cut]) <= room:
+                used += cols(word[cut])
+                cut += 1
+            cut = max(cut, 1)
+            lines.append(line + word[:cut])
+            line, word = rest, word[cut:]
+        if word:
+            line, has_word = line + word, True
+    if has_word or not lines:
+        lines.append(line)
+    return "\n".join(ln.replace(NBSP, " ").rstrip() for ln in lines)
 
 
 def _wrap_cell(text: str, width: int) -> list[str]:
@@ -47,8 +84,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence
     cell_widths = [0] * ncol
     for r in rows:
         for i, cell in enumerate(r):
-            cell_widths[i] = max(cell_widths[i], len(cell))
-    widths = [max(len(h), c) for h, c in zip(headers, cell_widths)]
+            cell_widths[i] = max(cell_widths[i], cols(cell))
+    widths = [max(cols(h), c) for h, c in zip(headers, cell_widths)]
     # How narrow each column may become: a number column as wide as its widest number.
     floors = [max(cell_widths[i], min(MIN_WRAPPED, widths[i])) if ralign[i] else min(MIN_WRAPPED, widths[i])
               for i in range(ncol)]
@@ -65,13 +102,12 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence
 
     def lines_of(cells: Sequence[str]) -> list[str]:
         # (A no-break space in a cell keeps two words together when it wraps.)
-        parts = [_wrap_cell(c, w) if len(c) > w else [c.replace(NBSP, " ")] for c, w in zip(cells, widths)]
+        parts = [_wrap_cell(c, w) if cols(c) > w else [c.replace(NBSP, " ")] for c, w in zip(cells, widths)]
         height = max(len(p) for p in parts)
         out = []
         for k in range(height):
             row = [(p[k] if k < len(p) else "") for p in parts]
-            out.append((" " * gap).join(c.rjust(w) if ra else c.ljust(w)
-                                        for c, w, ra in zip(row, widths, ralign)).rstrip())
+            out.append((" " * gap).join(_pad(c, w, ra) for c, w, ra in zip(row, widths, ralign)).rstrip())
         return out
 
     sep = (" " * gap).join("-" * w for w in widths)

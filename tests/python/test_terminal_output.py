@@ -108,11 +108,27 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     return p
 
 
+def _columns(line: str) -> int:
+    """Terminal columns: East Asian wide characters (the papers' Japanese quotes) take two."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in line)
+
+
 def _fits(p: subprocess.CompletedProcess) -> str:
     for stream in (p.stdout, p.stderr):
         for line in stream.splitlines():
-            assert len(line) <= WIDTH, f"{len(line)} columns: {line!r}"
+            assert _columns(line) <= WIDTH, f"{_columns(line)} columns: {line!r}"
     return p.stdout
+
+
+def test_wrap_counts_wide_characters_as_two_columns():
+    from vcpulab._format import table, wrap
+
+    quote = "result tables ('ほとんど差異はありませんでした ... 仕事のない VM に対してはタイムスライスが与えられ') " * 4
+    text = wrap(quote, "notes: ") + "\n" + table(["case", "note"], [["a", quote]])
+    assert max(_columns(line) for line in text.splitlines()) <= WIDTH
+    assert "ほとんど" in text and "8 pCPUs" in wrap("x " * 40 + "8 pCPUs " + "y " * 40)
 
 
 def _section(text: str, title: str) -> dict[str, list[str]]:
