@@ -335,8 +335,9 @@ def schedulers() -> list[dict[str, Any]]:
 
 
 def workload_kinds() -> list[dict[str, Any]]:
-    """The workload kinds of ``[[vm.workload]] kind``: ``{name, description}``; each one's
-    keys are in docs/scenarios.md."""
+    """The workload kinds of ``[[vm.workload]] kind``: ``{name, description, keys}``, where
+    ``keys`` is ``[{name, default, common}]``: the keys the kind takes with their defaults in
+    words (``common``: taken by every kind). The model behind each: docs/scenarios.md."""
     return json.loads(_native.workload_kinds_json())
 
 

@@ -142,7 +142,7 @@ def _seeds_text(seeds: Sequence[int]) -> str:
 
 
 def format_table(res: Mapping[str, Any]) -> str:
-    from ._format import table
+    from ._format import table, wrap
 
     def est(e: Mapping[str, Any]) -> str:
         m, lo, hi = e["mean"], e["ci_lo"], e["ci_hi"]
@@ -164,9 +164,10 @@ def format_table(res: Mapping[str, Any]) -> str:
             diff = f"{d['mean']:+.4g} [{d['ci_lo']:+.3g}, {d['ci_hi']:+.3g}]"
         rel = r["rel_change"]
         rows.append([r["metric"], est(r["a"]), est(r["b"]), diff, "-" if rel != rel else f"{100 * rel:+.1f}%", "*" if sig else ""])
-    head = (
-        f"A: {' '.join(res['a'])}\nB: {' '.join(res['b'])}\n"
-        f"{_seeds_text(res['seeds'])}; mean ± 95% CI half-width; "
-        "B-A: paired mean difference [95% CI]; * = CI excludes 0\n\n"
-    )
+    head = "\n".join([
+        wrap(" ".join(res["a"]), "A: "),
+        wrap(" ".join(res["b"]), "B: "),
+        wrap(f"{_seeds_text(res['seeds'])}; mean ± 95% CI half-width; "
+             "B-A: paired mean difference [95% CI]; * = CI excludes 0"),
+    ]) + "\n\n"
     return head + table(["metric", "A", "B", "B-A [95% CI]", "change", ""], rows, right=[False, True, True, True, True, False])

@@ -504,14 +504,15 @@ def kvm_available() -> tuple[bool, str]:
 
 
 def summary_text(s: Mapping[str, Any]) -> str:
-    from ._format import num, table
+    from ._format import num, pairs, table, wrap
 
     m = s["metric"]
-    lines = [f"{s['scenario']}: {s['scheduler']}, harness {s['harness']}, {s['duration_s']:g} s x {s['repetitions']}"]
+    lines = [wrap(f"{s['scenario']}: {s['scheduler']}, harness {s['harness']}, {s['duration_s']:g} s x {s['repetitions']}")]
     if s.get("notice"):
-        lines.append(f"notice: {s['notice']}")
-    lines.append(f"{m['name']} ({m['unit']}): median {num(m['median'], 4)}, min {num(m['min'], 4)}, max {num(m['max'], 4)}, "
-                 f"spread {num(m['spread'], 3)}  [runs: {', '.join(num(v, 4) for v in m['values'])}]")
+        lines.append(wrap(s["notice"], "notice: "))
+    lines.append(wrap(f"{m['name']} ({m['unit']}): median {num(m['median'], 4)}, min {num(m['min'], 4)}, "
+                      f"max {num(m['max'], 4)}, spread {num(m['spread'], 3)}  "
+                      f"[runs: {', '.join(num(v, 4) for v in m['values'])}]"))
     vm = s["vms"][0]
     lines.append("")
     rows = [[w["program"], str(w["threads"]), num(w["throughput"], 4), w["throughput_unit"],
@@ -528,9 +529,11 @@ def summary_text(s: Mapping[str, Any]) -> str:
     lines.append(table(["vcpu", "program", "ops", "cpu s", "wait s", "steal s", "invol", "ple", "exits", "policy"], rows,
                        right=[True, False, True, True, True, True, True, True, True, False]))
     if s["ple"]["exits"]:
-        lines.append(f"\nPLE: {s['ple']}")
+        scalars = {k: v for k, v in s["ple"].items() if isinstance(v, (int, float, str))}
+        lines += ["", wrap(pairs(scalars), "PLE: ")]
     if s["restored"]:
-        lines.append(f"\nrestored: {len(s['restored'])} changes undone ({'; '.join(s['restored'][:4])}{' ...' if len(s['restored']) > 4 else ''})")
+        more = " ..." if len(s["restored"]) > 4 else ""
+        lines += ["", wrap(f"{len(s['restored'])} changes undone ({'; '.join(s['restored'][:4])}{more})", "restored: ")]
     for w in s["warnings"]:
-        lines.append(f"warning: {w}")
+        lines.append(wrap(w, "warning: "))
     return "\n".join(lines)

@@ -20,7 +20,8 @@ def connect(out_dir: str) -> Any:
     try:
         import duckdb
     except ImportError:
-        raise ScenarioError("vcpulab query needs DuckDB: pip install 'vcpulab[sweep]'") from None
+        raise ScenarioError("vcpulab query needs DuckDB, a dependency of vcpulab missing from this "
+                           "Python (uninstalled since?): pip install 'duckdb>=0.9'") from None
     found = {t: os.path.join(out_dir, f"{t}.parquet") for t in TABLES}
     if not os.path.exists(found["runs"]):
         raise ScenarioError(f"{out_dir}: no runs.parquet here; is it the --out folder of a `vcpulab sweep`?")

@@ -15,7 +15,7 @@ import math
 import os
 import re
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 from ._native import ScenarioError
@@ -71,7 +71,8 @@ def _mpl() -> Any:
     try:
         import matplotlib
     except ImportError:
-        raise ScenarioError("vcpulab report needs matplotlib: pip install 'vcpulab[report]'") from None
+        raise ScenarioError("vcpulab report needs matplotlib, a dependency of vcpulab missing from this "
+                           "Python (uninstalled since?): pip install 'matplotlib>=3.5'") from None
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
@@ -135,6 +136,10 @@ def unit_of(metric: str, df: Any = None) -> str:
         return "s"
     if leaf in ("cpu_share", "utilization"):
         return "fraction of host CPU"
+    if leaf == "bandwidth_mbps":
+        return "Mb/s"
+    if leaf == "throughput_kbps":
+        return "KB/s"
     if leaf == "jain_vm":
         return "Jain index, 1 = fair"
     if leaf == "throughput":
@@ -171,6 +176,15 @@ _VM_LEAVES = {
     "ple.streaks.ge53_frac": "share of PLE exits in streaks of 53+",
     "ft.syncs": "fault-tolerance syncs",
     "ft.paused_time_s": "time stopped for fault-tolerance syncs",
+    "ft.timer_irqs": "guest timer interrupts raised by Kemari",
+    "ft.timer_irqs_queued": "guest timer interrupts queued behind a sync",
+    "ft.timer_irqs_cross_cpu": "guest timer interrupts sent to another pCPU",
+    "ft.flushes": "released writes Kemari waited for",
+    "ft.flush_wait_s": "time Kemari waited for released writes",
+    "completed": "units completed",
+    "bandwidth_mbps": "bandwidth",
+    "throughput_kbps": "throughput",
+    "completion_s": "completion time",
 }
 _OTHER_COLUMNS = {
     "host.utilization": ("host CPU utilization", "fraction of host CPU"),
@@ -199,6 +213,12 @@ def describe_column(col: str, df: Any = None) -> tuple[str, str]:
     where there is none to give (axes, seeds)."""
     if col in _OTHER_COLUMNS:
         return _OTHER_COLUMNS[col]
+    # One workload of a VM (vm.NAME.workloads.I.LEAF): the VM figure's words, of that workload.
+    m = re.fullmatch(r"vm\.(.+?)\.workloads\.(\d+)\.(.+)", col)
+    if m:
+        vm, index, leaf = m.groups()
+        name, unit = describe_column(f"vm.{vm}.{leaf}", df)
+        return name.replace(f"of VM {vm}", f"of VM {vm}'s workload {index}"), unit
     m = re.fullmatch(r"vm\.(.+?)\.(latency_ms|ple\.boost_to_run_ms)\.(count|mean|p50|p90|p99|max)", col)
     if m:
         vm, what, q = m.groups()
@@ -245,6 +265,21 @@ def _count(n: int, word: str) -> str:
 
 def _is_numeric(series: Any) -> bool:
     return series.dtype.kind in "iuf"
+
+
+def _experiment_metric_name(exp: Mapping[str, Any], metric: str) -> str:
+    """A reproduction metric in words: the summary figure it reads (``vm.bench.throughput``
+    -> "throughput of VM bench") and what it is divided by; its own name if the experiment
+    does not say what it reads."""
+    spec = next((m for m in exp.get("metrics") or [] if m.get("name") == metric), None)
+    if not spec or not spec.get("value"):
+        return _words(metric)
+    name = describe_column(spec["value"])[0]
+    norm = spec.get("normalize")
+    if norm:
+        axis, value = norm
+        name += f", relative to {_words(axis)} {value}"
+    return name
 
 
 def _sweep_section(out_dir: str) -> str:
@@ -621,10 +656,11 @@ def _reproduce_section(out_dir: str) -> str:
                             label="vcpulab 95% CI")
             ax.set_xticks(xs)
             ax.set_xticklabels(d["cases"], rotation=30, ha="right", fontsize=8)
-            ax.set_title(f"{exp_id}: {metric}, paper vs vcpulab")
-            ax.set_ylabel(f"{metric} ({unit})")
+            human = _experiment_metric_name(e, metric)
+            ax.set_title(textwrap.fill(f"{exp_id}: {human}, paper vs vcpulab", 90))
+            ax.set_ylabel(textwrap.fill(f"{human} ({unit})" if unit else human, 45))
             ax.set_xlabel("case")
-            caption = f"{len(er)} cases"
+            caption = f"{len(er)} cases; metric {metric}"
             if d["whiskers"]:
                 n_ci = len(d["whiskers"])
                 caption += ("; whiskers: 95% bootstrap CI of vcpulab's mean over seeds"

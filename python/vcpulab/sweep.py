@@ -420,7 +420,7 @@ def run_ray(tasks: Iterable[Task], workers: Optional[int], address: Optional[str
     try:
         import ray
     except ImportError:
-        raise ScenarioError("--engine ray needs Ray: pip install 'vcpulab[ray]'") from None
+        raise ScenarioError("--engine ray needs Ray: pip install 'ray>=2.9' (vcpulab's [ray] extra)") from None
     tasks = list(tasks)
     if not tasks:
         return
@@ -582,8 +582,8 @@ def run_sweep(
 
     # Checked first: the results tables are written after every run has finished.
     if importlib.util.find_spec("pyarrow") is None:
-        raise ScenarioError("vcpulab sweep writes its results as Parquet and needs pyarrow: "
-                            "pip install 'vcpulab[sweep]'")
+        raise ScenarioError("vcpulab sweep writes its results as Parquet and needs pyarrow, a dependency of "
+                            "vcpulab missing from this Python (uninstalled since?): pip install 'pyarrow>=10'")
     sweep = load(sweep_path)
     runs = sweep.runs()
     ids = [r.run_id for r in runs]

@@ -207,11 +207,22 @@ impl serde_json::ser::Formatter for Pretty {
     }
 }
 
-/// The workload kinds (`program` and the presets) as JSON: `[{name, description}]`.
+/// The workload kinds (`program` and the presets) as JSON: `[{name, description, keys}]`,
+/// `keys` being `[{name, default, common}]`: the kind's own keys, then those every kind
+/// takes (`common`), each with its default in words.
 pub fn workload_kinds_json() -> String {
-    let list: Vec<serde_json::Value> = crate::workload::PRESETS
+    use crate::workload::{kind_keys, COMMON_KEYS, PRESETS};
+    let key = |k: &crate::workload::KeyInfo, common: bool| serde_json::json!({"name": k.name, "default": k.default, "common": common});
+    let list: Vec<serde_json::Value> = PRESETS
         .iter()
-        .map(|(name, description)| serde_json::json!({"name": name, "description": description}))
+        .map(|(name, description)| {
+            let keys: Vec<serde_json::Value> = kind_keys(name)
+                .iter()
+                .map(|k| key(k, false))
+                .chain(COMMON_KEYS.iter().map(|k| key(k, true)))
+                .collect();
+            serde_json::json!({"name": name, "description": description, "keys": keys})
+        })
         .collect();
     serde_json::Value::Array(list).to_string()
 }

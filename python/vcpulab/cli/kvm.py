@@ -69,7 +69,7 @@ def cmd_kvm_run(args: argparse.Namespace) -> int:
 
 def cmd_kvm_compare(args: argparse.Namespace) -> int:
     from .. import kvm_compare as kc
-    from .._format import num, table
+    from .._format import num, table, wrap
 
     chosen = kc.select(args.cases)
     if args.list:
@@ -93,7 +93,7 @@ def cmd_kvm_compare(args: argparse.Namespace) -> int:
                            right=[False, False, False, True, True, True, True]) + "\n")
     notes = {r["case"]: r["note"] for r in rows if r["note"]}
     if notes:
-        sys.stdout.write("\nnotes:\n" + "".join(f"  {k}: {v}\n" for k, v in notes.items()))
+        sys.stdout.write("\nnotes:\n" + "".join(wrap(f"{k}: {v}", "  ", "    ") + "\n" for k, v in notes.items()))
     if any(r["harness"] == "threads" for r in rows):
         sys.stdout.write("\nnotice: real side ran as host threads (no usable /dev/kvm)\n")
     return EXIT_OK

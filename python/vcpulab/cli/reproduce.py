@@ -62,11 +62,11 @@ def _interval(r: dict[str, Any]) -> str:
 
 
 def _experiment_report(exp: dict[str, Any], rows: list[dict[str, Any]]) -> str:
-    from .._format import num, table
+    from .._format import num, table, wrap
 
     notes_by_case = {c["id"]: c.get("note", "") for c in exp["cases"]}
     tol = exp.get("tolerance")
-    lines = [f"== {exp['id']}: {exp['title']}", f"source: {exp['source']}"]
+    lines = [wrap(f"{exp['id']}: {exp['title']}", "== "), wrap(exp["source"], "source: ")]
     metrics = exp.get("metrics") or [{"name": exp["metric"], "unit": exp["unit"]}]
     for m in metrics:
         mrows = [r for r in rows if r["metric"] == m["name"]]
@@ -77,16 +77,16 @@ def _experiment_report(exp: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         ]
         lines += [
             "",
-            f"metric: {m['name']} ({m['unit']})" + (f", tolerance {100 * tol:g}%" if tol is not None else ""),
+            wrap(f"{m['name']} ({m['unit']})" + (f", tolerance {100 * tol:g}%" if tol is not None else ""), "metric: "),
             table(["case", "paper", "vcpulab", "95% CI", "seeds", "ratio", "note"], body,
                   right=[False, True, True, True, True, True, False]),
         ]
         split = [r for r in mrows if r.get("regimes")]
         if split:
             lines += ["regimes (seeds in two distinct groups):"]
-            lines += [f"  {r['case']}: {r['regimes']['text']}" for r in split]
+            lines += [wrap(f"{r['case']}: {r['regimes']['text']}", "  ", "    ") for r in split]
     if exp.get("notes"):
-        lines += ["", f"notes: {exp['notes']}"]
+        lines += ["", wrap(exp["notes"], "notes: ")]
     return "\n".join(lines)
 
 
@@ -94,20 +94,25 @@ _MARK = {"holds": "holds    ", "fails": "FAILS    ", "undecided": "undecided"}
 
 
 def _claims_report(claims: list[dict[str, Any]]) -> str:
+    from .._format import wrap
+
     lines = [f"claims ({len(claims)}):"]
+    indent = " " * 13
     for c in claims:
-        lines.append(f"  {_MARK.get(c['verdict'], c['verdict'])}  {c['claim']}: {c['text']}")
-        lines.append(f"             {c['detail']}; {c['seeds']} seeds; {c['source']}")
+        lines.append(wrap(f"{c['claim']}: {c['text']}", f"  {_MARK.get(c['verdict'], c['verdict'])}  ", indent))
+        lines.append(wrap(f"{c['detail']}; {c['seeds']} seeds; {c['source']}", indent))
     return "\n".join(lines)
 
 
 def _summary(claims: list[dict[str, Any]]) -> str:
+    from .._format import wrap
+
     n = {v: sum(1 for c in claims if c["verdict"] == v) for v in ("holds", "fails", "undecided")}
     lines = [f"{len(claims)} claims: {n['holds']} hold, {n['fails']} fail, {n['undecided']} undecided"]
     for v in ("fails", "undecided"):
         ids = [f"{c['experiment']}/{c['claim']}" for c in claims if c["verdict"] == v]
         if ids:
-            lines.append(f"{v}: " + ", ".join(ids))
+            lines.append(wrap(", ".join(ids), f"{v}: "))
     return "\n".join(lines)
 
 
@@ -115,13 +120,13 @@ def _list(exps: list[dict[str, Any]], as_json: bool) -> None:
     if as_json:
         out(json.dumps(exps, indent=2))
         return
-    from .._format import num, table
+    from .._format import num, table, wrap
 
     for i, e in enumerate(exps):
         if i:
             out()
-        out(f"{e['id']}: {e['title']}")
-        out(f"metric {e['metric']} ({e['unit']}), {len(e['cases'])} cases:")
+        out(wrap(f"{e['id']}: {e['title']}"))
+        out(wrap(f"metric {e['metric']} ({e['unit']}), {len(e['cases'])} cases:"))
         rows = [
             [c["id"], ", ".join(f"{m} {num(v, 3)}" for m, v in c.get("paper", [])), c.get("note", "")]
             for c in e["cases"]
@@ -164,7 +169,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         for i, e in enumerate(exps):
             mine = [c for c in claims if c["experiment"] == e["id"]]
             if args.claims:
-                out(f"== {e['id']}: {e['title']}")
+                from .._format import wrap
+
+                out(wrap(f"{e['id']}: {e['title']}", "== "))
             else:
                 if i:
                     out()

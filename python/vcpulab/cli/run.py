@@ -19,6 +19,7 @@ examples:
   vcpulab run scenario.toml
   vcpulab run scenario.toml --seed 42 --json > summary.json
   vcpulab run scenario.toml --out results/ --check-invariants
+  vcpulab run scenario.toml --verbose      # with the scheduler's raw counters
 
 The same scenario and seed always give byte-identical output.
 """
@@ -36,6 +37,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="check the engine's invariants after every event (slower; for debugging)")
     r.add_argument("--force", action="store_true",
                    help="run even if the scenario is estimated to take hours (over 5e10 events)")
+    r.add_argument("--verbose", "-v", action="store_true",
+                   help="also print the scheduler's raw counters (one per decision branch) and the event breakdown")
     r.add_argument("--trace", metavar="FILE",
                    help="also write a trace of the run to FILE: Perfetto protobuf for .pftrace, else Chrome JSON")
     r.add_argument("--trace-format", choices=FORMATS, metavar="{json,perfetto}",
@@ -85,5 +88,5 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         out(result.to_json())
     else:
-        out(summary_text(result.summary))
+        out(summary_text(result.summary, verbose=args.verbose))
     return EXIT_OK

@@ -21,16 +21,17 @@ def cmd_schedulers(args: argparse.Namespace) -> int:
     if args.json:
         out(json.dumps(scheds, indent=2))
         return EXIT_OK
-    from .._format import table
+    from .._format import table, wrap
 
-    rows = []
-    for s in scheds:
-        params = ", ".join(f"{p['name']}={p['default']}" for p in s["params"]) or "-"
-        rows.append([s["name"], params, s["description"]])
-    out(table(["name", "params (defaults)", "description"], rows))
+    rows = [[s["name"], str(len(s["params"])) if s["params"] else "-", s["description"]] for s in scheds]
+    out(table(["name", "params", "description"], rows, right=[False, True, False]))
     out()
-    out("parameters (set them under [scheduler] in a scenario):")
+    out("parameters (set them under [scheduler] in a scenario; `--json` has them all):")
     for s in scheds:
+        if not s["params"]:
+            continue
+        out()
+        out(s["name"])
         for p in s["params"]:
-            out(f"  {s['name']}.{p['name']} ({p['type']}, default {p['default']}): {p['help']}")
+            out(wrap(f"{p['name']} ({p['type']}, default {p['default']}): {p['help']}", "  ", "      "))
     return EXIT_OK

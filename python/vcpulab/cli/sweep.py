@@ -29,7 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("sweep", metavar="SWEEP.toml", help="sweep file (see docs/sweeps.md)")
     s.add_argument("--out", metavar="DIR", help="results folder (default: <sweep file name>-results)")
     s.add_argument("--engine", choices=["local", "ray"], default="local",
-                   help="local: a pool of worker processes (default); ray: Ray tasks (pip install 'vcpulab[ray]')")
+                   help="local: a pool of worker processes (default); ray: Ray tasks (pip install 'ray>=2.9')")
     s.add_argument("--workers", type=positive_int, metavar="N",
                    help="worker processes (local; default: the number of CPUs) or CPUs of a started Ray instance")
     s.add_argument("--ray-address", metavar="ADDR",
@@ -60,14 +60,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         err(f"vcpulab: the finished runs are recorded in {args.out or default_out(args.sweep)}/runs/; "
             "continue with --resume")
         raise
-    from .._format import plural
+    from .._format import plural, wrap
 
     rate = f" ({result.ran / result.elapsed_s:.0f} runs/s)" if result.ran and result.elapsed_s > 0 else ""
-    out(
-        f"sweep: {plural(result.total, 'run')}: {result.ran} ran, {result.skipped} skipped (already done), "
+    out(wrap(
+        f"{plural(result.total, 'run')}: {result.ran} ran, {result.skipped} skipped (already done), "
         f"{len(result.failed)} failed; {result.elapsed_s:.1f} s{rate}; engine {args.engine}; "
-        f"results in {result.out_dir}/ (runs.parquet, vms.parquet)"
-    )
+        f"results in {result.out_dir}/ (runs.parquet, vms.parquet)", "sweep: ", "  "
+    ))
     for rec in result.failed[:20]:
         axes = ", ".join(f"{k}={json.dumps(v)}" for k, v in rec["axes"].items())
         err(f"failed {rec['run_id']} ({axes}): {rec['error']}")

@@ -21,11 +21,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     d = api.validate(args.scenario, force=args.force)
-    from .._format import plural
+    from .._format import plural, wrap
 
     vms = "; ".join(f"{v['name']}: {plural(v['vcpus'], 'vCPU')}, {plural(v['workloads'], 'workload')}" for v in d["vms"])
-    out(
-        f"OK {args.scenario}: {d['name']!r}, scheduler {d['scheduler']}, {d['duration_s']:g} s, "
-        f"seed {d['seed']}, {plural(d['pcpus'], 'pCPU')}, {plural(len(d['vms']), 'VM')} ({vms})"
-    )
+    out(wrap(
+        f"{args.scenario}: {d['name']!r}, scheduler {d['scheduler']}, {d['duration_s']:g} s, "
+        f"seed {d['seed']}, {plural(d['pcpus'], 'pCPU')}, {plural(len(d['vms']), 'VM')} ({vms})", "OK ", "  "
+    ))
     return EXIT_OK

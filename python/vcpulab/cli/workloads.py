@@ -1,4 +1,5 @@
-"""``vcpulab workloads``: the guest workload kinds (the program and the presets)."""
+"""``vcpulab workloads``: the guest workload kinds (the program and the presets) and the
+keys each takes with their defaults, as the core's reader defines them."""
 
 from __future__ import annotations
 
@@ -21,9 +22,20 @@ def cmd_workloads(args: argparse.Namespace) -> int:
     if args.json:
         out(json.dumps(kinds, indent=2))
         return EXIT_OK
-    from .._format import table
+    from .._format import NBSP, table
 
     out(table(["kind", "model"], [[k["name"], k["description"]] for k in kinds]))
     out()
-    out("set one under [[vm.workload]] kind = ...; each kind's keys: docs/scenarios.md")
+    out("keys of each kind and their defaults (set them under [[vm.workload]]; docs/scenarios.md):")
+    out()
+
+    def listing(keys: list[dict]) -> str:
+        # "key = value" stays on one line when the cell wraps.
+        return "; ".join(f"{key['name']}{NBSP}={NBSP}{key['default']}" for key in keys)
+
+    rows = [[k["name"], listing([key for key in k.get("keys", []) if not key.get("common")])] for k in kinds]
+    common = [key for key in (kinds[0].get("keys", []) if kinds else []) if key.get("common")]
+    if common:
+        rows.append(["(every kind)", listing(common)])
+    out(table(["kind", "keys = defaults"], rows))
     return EXIT_OK

@@ -14,7 +14,7 @@ use crate::reader::{type_name, Owned, Res, Table};
 use crate::rng::Rng;
 use crate::time::SimDuration;
 use crate::vocab::LockKind;
-pub use presets::{PRESETS, SYSBENCH_EVENT_CYCLES};
+pub use presets::{kind_keys, KeyInfo, COMMON_KEYS, KIND_KEYS, PRESETS, SYSBENCH_EVENT_CYCLES};
 
 /// A non-negative random quantity, in nanoseconds of work or time.
 #[derive(Clone, Debug, PartialEq)]
@@ -646,7 +646,7 @@ pub fn parse_workload(
     let mut bytes_per_unit = 0u64;
     // Benchmark presets default to their threads-per-vCPU; the others to 1.
     let mut default_threads = 1;
-    let (ops, unit, allowed): (Vec<Op>, String, &[&str]) = match kind.as_str() {
+    let (ops, unit, allowed): (Vec<Op>, String, Vec<&str>) = match kind.as_str() {
         "program" => {
             let items = t.req("ops")?.array()?;
             if items.is_empty() {
@@ -667,14 +667,7 @@ pub fn parse_workload(
                 } else {
                     "loops/s".into()
                 },
-                &[
-                    "kind",
-                    "threads",
-                    "ops",
-                    "unit",
-                    "arrivals",
-                    "request_bytes",
-                ],
+                presets::allowed_keys("program"),
             )
         }
         _ => {
@@ -712,12 +705,6 @@ pub fn parse_workload(
             Some(parse_rx(&o, vcpus)?)
         }
     };
-    // Keys every kind takes, besides its own.
-    let allowed: Vec<&str> = allowed
-        .iter()
-        .copied()
-        .chain(["priority", "dirty_mib_per_s", "vcpus", "rx"])
-        .collect();
     t.finish(&allowed)?;
     let threads = if t.has("threads") {
         threads

@@ -34,6 +34,202 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("netback", "an I/O backend: the driver domain's (or host's) packet forwarder for the split-driver path ([host] io_path)"),
 ];
 
+/// A key a workload kind takes and its default in words, as `vcpulab workloads` lists it:
+/// "required" when it must be given, "none" when leaving it out means what the kind's
+/// model says (docs/scenarios.md). The allowed keys of each kind are read from here, so
+/// the list a user sees is the list the reader checks.
+#[derive(Clone, Copy, Debug)]
+pub struct KeyInfo {
+    pub name: &'static str,
+    pub default: &'static str,
+}
+
+const fn key(name: &'static str, default: &'static str) -> KeyInfo {
+    KeyInfo { name, default }
+}
+
+/// The PLE papers' benchmarks (one thread per vCPU; hackbench four).
+const BENCHMARK_KEYS: &[KeyInfo] = &[
+    key("threads", "one per vCPU"),
+    key("work", "1 (multiplies the compute)"),
+];
+
+/// Each kind's own keys (besides `kind` and [`COMMON_KEYS`]), in the order of
+/// [`PRESETS`]; `unit` renames the throughput unit, whose default is given.
+pub const KIND_KEYS: &[(&str, &[KeyInfo])] = &[
+    (
+        "program",
+        &[
+            key("threads", "1"),
+            key("ops", "required"),
+            key("arrivals", "none (required by wait_request)"),
+            key("request_bytes", "0"),
+            key("unit", "loops/s (requests/s with wait_request)"),
+        ],
+    ),
+    (
+        "sysbench-cpu",
+        &[
+            key("threads", "1"),
+            key("event_cycles", "3066616 (cycles per event)"),
+            key("event_cost", "none (a duration instead of event_cycles)"),
+            key("events", "none (runs to the end)"),
+            key("unit", "events/s"),
+        ],
+    ),
+    (
+        "stress-ng",
+        &[
+            key("threads", "1"),
+            key("bogo_op", "1ms"),
+            key("unit", "bogo-ops/s"),
+        ],
+    ),
+    (
+        "lookbusy",
+        &[
+            key("threads", "1"),
+            key("utilization", "required (percent)"),
+            key("period", "100ms"),
+            key("adaptive", "true"),
+            key("unit", "periods/s"),
+        ],
+    ),
+    (
+        "ebizzy",
+        &[
+            BENCHMARK_KEYS[0],
+            BENCHMARK_KEYS[1],
+            key("unit", "records/s"),
+        ],
+    ),
+    (
+        "pbzip2",
+        &[
+            BENCHMARK_KEYS[0],
+            BENCHMARK_KEYS[1],
+            key("unit", "blocks/s"),
+        ],
+    ),
+    (
+        "hackbench",
+        &[
+            key("threads", "four per vCPU"),
+            BENCHMARK_KEYS[1],
+            key("unit", "messages/s"),
+        ],
+    ),
+    (
+        "dbench",
+        &[BENCHMARK_KEYS[0], BENCHMARK_KEYS[1], key("unit", "ops/s")],
+    ),
+    (
+        "swaptions",
+        &[BENCHMARK_KEYS[0], BENCHMARK_KEYS[1], key("unit", "ops/s")],
+    ),
+    (
+        "raytrace",
+        &[BENCHMARK_KEYS[0], BENCHMARK_KEYS[1], key("unit", "ops/s")],
+    ),
+    (
+        "vips",
+        &[BENCHMARK_KEYS[0], BENCHMARK_KEYS[1], key("unit", "ops/s")],
+    ),
+    (
+        "timer-rt",
+        &[
+            key("threads", "1"),
+            key("interval", "10ms"),
+            key("handle", "10us"),
+            key("unit", "events/s"),
+        ],
+    ),
+    ("dhrystone", &[key("threads", "1"), key("unit", "loops/s")]),
+    (
+        "iozone",
+        &[
+            key("threads", "1"),
+            key("test", "\"write\" (or \"read\")"),
+            key("flush_kib", "52429"),
+            key("disk_mb_per_s", "100"),
+            key("record_kib", "none (a loop is one flush; required by read)"),
+            key("request_kib", "none (a flush is one request)"),
+            key("queue_depth", "1"),
+            key("unit", "flushes/s (records/s for read)"),
+        ],
+    ),
+    (
+        "ping",
+        &[
+            key("threads", "1"),
+            key("interval", "1s"),
+            key("handle", "10us"),
+            key("unit", "echoes/s"),
+        ],
+    ),
+    (
+        "netperf",
+        &[
+            key("threads", "1"),
+            key("window", "16"),
+            key("segment_kib", "64"),
+            key("cpu_per_kib", "1us"),
+            key("rtt", "50us"),
+            key("unit", "segments/s"),
+        ],
+    ),
+    (
+        "webbench",
+        &[
+            key("threads", "1"),
+            key("clients", "100"),
+            key("request_cpu", "200us"),
+            key("page_kib", "8"),
+            key("rtt", "50us"),
+            key("unit", "pages/s"),
+        ],
+    ),
+    (
+        "netback",
+        &[
+            key("threads", "one per vCPU"),
+            key("per_packet", "5us"),
+            key("per_kib", "500ns"),
+            key("unit", "packets/s"),
+        ],
+    ),
+];
+
+/// The keys every kind takes.
+pub const COMMON_KEYS: &[KeyInfo] = &[
+    key(
+        "priority",
+        "\"normal\" (or \"rt\"; timer-rt and ping are rt)",
+    ),
+    key("vcpus", "none (threads placed round-robin)"),
+    key("dirty_mib_per_s", "0 (iozone: its copy rate, 2 bytes/ns)"),
+    key(
+        "rx",
+        "none (request-serving kinds: a receive path on other vCPUs)",
+    ),
+];
+
+/// The keys of `kind` (without `kind` and the common keys); empty for an unknown kind.
+pub fn kind_keys(kind: &str) -> &'static [KeyInfo] {
+    KIND_KEYS
+        .iter()
+        .find(|(name, _)| *name == kind)
+        .map_or(&[], |(_, keys)| keys)
+}
+
+/// The keys the reader allows in a `[[vm.workload]]` table of `kind`.
+pub(super) fn allowed_keys(kind: &str) -> Vec<&'static str> {
+    std::iter::once("kind")
+        .chain(kind_keys(kind).iter().map(|k| k.name))
+        .chain(COMMON_KEYS.iter().map(|k| k.name))
+        .collect()
+}
+
 /// The benchmarks of the PLE papers (seeds 000, 004), modelled by their synchronisation
 /// pattern. Durations are at the host's base clock; `work` scales the main compute.
 /// Why each looks as it does:
@@ -172,8 +368,8 @@ pub const SYSBENCH_EVENT_CYCLES: f64 = 3_066_616.0;
 pub(super) struct Preset {
     pub ops: Vec<Op>,
     pub unit: String,
-    /// The keys the preset takes (besides those every kind takes).
-    pub keys: &'static [&'static str],
+    /// The keys the preset takes (from [`KIND_KEYS`], with `kind` and the common keys).
+    pub keys: Vec<&'static str>,
     /// The preset's own arrivals (a periodic timer, a closed loop of clients).
     pub arrivals: Option<Arrivals>,
     /// Bytes per request, when the preset fixes them.
@@ -199,7 +395,7 @@ pub(super) fn expand(
     let mut bytes_per_unit = 0u64;
     // Benchmark presets default to their threads-per-vCPU; the others to 1.
     let mut default_threads = 1;
-    let (ops, unit, keys): (Vec<Op>, String, &'static [&'static str]) = match kind {
+    let (ops, unit): (Vec<Op>, String) = match kind {
         "sysbench-cpu" => {
             let work = match (t.has("event_cost"), t.get("event_cycles")) {
                 (true, Some(_)) => {
@@ -221,14 +417,6 @@ pub(super) fn expand(
                     mode: Mode::User,
                 }],
                 "events/s".into(),
-                &[
-                    "kind",
-                    "threads",
-                    "event_cost",
-                    "event_cycles",
-                    "events",
-                    "unit",
-                ],
             )
         }
         "stress-ng" => {
@@ -247,7 +435,6 @@ pub(super) fn expand(
                     mode: Mode::User,
                 }],
                 "bogo-ops/s".into(),
-                &["kind", "threads", "bogo_op", "unit"],
             )
         }
         "lookbusy" => {
@@ -284,18 +471,7 @@ pub(super) fn expand(
                     duration: Dist::Fixed((1.0 - util) * period),
                 });
             }
-            (
-                ops,
-                "periods/s".into(),
-                &[
-                    "kind",
-                    "threads",
-                    "utilization",
-                    "period",
-                    "adaptive",
-                    "unit",
-                ],
-            )
+            (ops, "periods/s".into())
         }
         "timer-rt" => {
             // Seed 003's evaluation program: an RT-priority thread that sleeps until the
@@ -317,7 +493,6 @@ pub(super) fn expand(
                     },
                 ],
                 "events/s".into(),
-                &["kind", "threads", "interval", "handle", "unit"],
             )
         }
         "ping" => {
@@ -332,11 +507,7 @@ pub(super) fn expand(
                 .opt_duration("handle")?
                 .unwrap_or(SimDuration::from_us(10));
             request_bytes = Some(84);
-            (
-                serve_ops(fixed_ns(handle), Mode::Kernel),
-                "echoes/s".into(),
-                &["kind", "threads", "interval", "handle", "unit"],
-            )
+            (serve_ops(fixed_ns(handle), Mode::Kernel), "echoes/s".into())
         }
         "netperf" => {
             // netperf TCP_STREAM into the guest: the sender keeps `window` segments of
@@ -362,15 +533,6 @@ pub(super) fn expand(
                 // segment, where the guest may switch to another thread.
                 serve_ops(Dist::Fixed((per_kib.ns() * seg_kib) as f64), Mode::User),
                 "segments/s".into(),
-                &[
-                    "kind",
-                    "threads",
-                    "window",
-                    "segment_kib",
-                    "cpu_per_kib",
-                    "rtt",
-                    "unit",
-                ],
             )
         }
         "webbench" => {
@@ -390,19 +552,7 @@ pub(super) fn expand(
                 think: fixed_ns(rtt),
             });
             request_bytes = Some(page_kib * 1024);
-            (
-                serve_ops(fixed_ns(cpu), Mode::User),
-                "pages/s".into(),
-                &[
-                    "kind",
-                    "threads",
-                    "clients",
-                    "request_cpu",
-                    "page_kib",
-                    "rtt",
-                    "unit",
-                ],
-            )
+            (serve_ops(fixed_ns(cpu), Mode::User), "pages/s".into())
         }
         "netback" => {
             // The split driver's backend (Xen netback in the driver domain; Linux 3.x
@@ -426,7 +576,6 @@ pub(super) fn expand(
                     },
                 ],
                 "packets/s".into(),
-                &["kind", "threads", "per_packet", "per_kib", "unit"],
             )
         }
         "dhrystone" => {
@@ -438,7 +587,6 @@ pub(super) fn expand(
                     mode: Mode::User,
                 }],
                 "loops/s".into(),
-                &["kind", "threads", "unit"],
             )
         }
         "iozone" => {
@@ -489,17 +637,6 @@ pub(super) fn expand(
                 work: Work::Time(Dist::Fixed(kib as f64 * 1024.0 / 2.0)),
                 mode: Mode::Kernel,
             };
-            let keys: &[&str] = &[
-                "kind",
-                "threads",
-                "flush_kib",
-                "disk_mb_per_s",
-                "record_kib",
-                "request_kib",
-                "queue_depth",
-                "test",
-                "unit",
-            ];
             if read && request_kib.is_some() {
                 return t.err("request_kib", "applies to the write test only");
             }
@@ -531,14 +668,12 @@ pub(super) fn expand(
                         .chain(writeback(flush_kib))
                         .collect(),
                     "flushes/s".into(),
-                    keys,
                 ),
                 Some(rec) if read => {
                     bytes_per_unit = rec * 1024;
                     (
                         vec![Op::blocking_io(disk_ns(rec), 0), copy(rec)],
                         "records/s".into(),
-                        keys,
                     )
                 }
                 Some(rec) => {
@@ -546,7 +681,7 @@ pub(super) fn expand(
                     bytes_per_unit = records * rec * 1024;
                     let mut ops: Vec<Op> = (0..records).map(|_| copy(rec)).collect();
                     ops.extend(writeback(records * rec));
-                    (ops, "flushes/s".into(), keys)
+                    (ops, "flushes/s".into())
                 }
             }
         }
@@ -589,17 +724,41 @@ pub(super) fn expand(
                 })
                 .collect();
             default_threads = threads_per_vcpu * vcpus;
-            (ops, unit.to_string(), &["kind", "threads", "work", "unit"])
+            (ops, unit.to_string())
         }
     };
     Ok(Preset {
         ops,
         unit,
-        keys,
+        keys: allowed_keys(kind),
         arrivals,
         request_bytes,
         total_units,
         bytes_per_unit,
         default_threads,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_lists_its_keys_once_in_the_order_of_presets() {
+        let kinds: Vec<&str> = KIND_KEYS.iter().map(|(k, _)| *k).collect();
+        let presets: Vec<&str> = PRESETS.iter().map(|(k, _)| *k).collect();
+        assert_eq!(kinds, presets);
+        for (kind, keys) in KIND_KEYS {
+            let mut names: Vec<&str> = allowed_keys(kind);
+            assert!(
+                names.contains(&"threads") && names.contains(&"unit"),
+                "{kind}"
+            );
+            let n = names.len();
+            names.sort_unstable();
+            names.dedup();
+            assert_eq!(names.len(), n, "{kind} lists a key twice");
+            assert!(keys.iter().all(|k| !k.default.is_empty()), "{kind}");
+        }
+    }
 }
