@@ -211,7 +211,7 @@ impl serde_json::ser::Formatter for Pretty {
 /// `keys` being `[{name, default, common}]`: the kind's own keys, then those every kind
 /// takes (`common`), each with its default in words.
 pub fn workload_kinds_json() -> String {
-    use crate::workload::{kind_keys, COMMON_KEYS, PRESETS};
+    use crate::workload::{kind_keys, takes_common_keys, COMMON_KEYS, PRESETS};
     let key = |k: &crate::workload::KeyInfo, common: bool| serde_json::json!({"name": k.name, "default": k.default, "common": common});
     let list: Vec<serde_json::Value> = PRESETS
         .iter()
@@ -219,7 +219,12 @@ pub fn workload_kinds_json() -> String {
             let keys: Vec<serde_json::Value> = kind_keys(name)
                 .iter()
                 .map(|k| key(k, false))
-                .chain(COMMON_KEYS.iter().map(|k| key(k, true)))
+                .chain(
+                    COMMON_KEYS
+                        .iter()
+                        .filter(|_| takes_common_keys(name))
+                        .map(|k| key(k, true)),
+                )
                 .collect();
             serde_json::json!({"name": name, "description": description, "keys": keys})
         })

@@ -14,7 +14,9 @@ use crate::reader::{type_name, Owned, Res, Table};
 use crate::rng::Rng;
 use crate::time::SimDuration;
 use crate::vocab::LockKind;
-pub use presets::{kind_keys, KeyInfo, COMMON_KEYS, KIND_KEYS, PRESETS, SYSBENCH_EVENT_CYCLES};
+pub use presets::{
+    kind_keys, takes_common_keys, KeyInfo, COMMON_KEYS, KIND_KEYS, PRESETS, SYSBENCH_EVENT_CYCLES,
+};
 
 /// A non-negative random quantity, in nanoseconds of work or time.
 #[derive(Clone, Debug, PartialEq)]

@@ -68,6 +68,13 @@ pub const KIND_KEYS: &[(&str, &[KeyInfo])] = &[
         ],
     ),
     (
+        "rt-app",
+        &[key(
+            "file",
+            "required (the rt-app JSON file, relative to the scenario's folder)",
+        )],
+    ),
+    (
         "sysbench-cpu",
         &[
             key("threads", "1"),
@@ -222,11 +229,22 @@ pub fn kind_keys(kind: &str) -> &'static [KeyInfo] {
         .map_or(&[], |(_, keys)| keys)
 }
 
+/// Whether `kind` takes [`COMMON_KEYS`]: all but `rt-app`, whose table only names its
+/// file (the file gives threads, priorities and CPUs).
+pub fn takes_common_keys(kind: &str) -> bool {
+    kind != "rt-app"
+}
+
 /// The keys the reader allows in a `[[vm.workload]]` table of `kind`.
 pub(super) fn allowed_keys(kind: &str) -> Vec<&'static str> {
+    let common = if takes_common_keys(kind) {
+        COMMON_KEYS
+    } else {
+        &[]
+    };
     std::iter::once("kind")
         .chain(kind_keys(kind).iter().map(|k| k.name))
-        .chain(COMMON_KEYS.iter().map(|k| k.name))
+        .chain(common.iter().map(|k| k.name))
         .collect()
 }
 
@@ -750,10 +768,14 @@ mod tests {
         assert_eq!(kinds, presets);
         for (kind, keys) in KIND_KEYS {
             let mut names: Vec<&str> = allowed_keys(kind);
-            assert!(
-                names.contains(&"threads") && names.contains(&"unit"),
-                "{kind}"
-            );
+            if *kind == "rt-app" {
+                assert_eq!(names, ["kind", "file"], "the reader of rt-app allows these");
+            } else {
+                assert!(
+                    names.contains(&"threads") && names.contains(&"unit"),
+                    "{kind}"
+                );
+            }
             let n = names.len();
             names.sort_unstable();
             names.dedup();
