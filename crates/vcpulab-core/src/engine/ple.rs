@@ -82,6 +82,9 @@ pub(super) struct PollTask {
     /// A guest poll is open until then; `guest_since`: its running stretch began then.
     pub(super) guest_until: Option<SimTime>,
     pub(super) guest_since: Option<SimTime>,
+    /// The coming halt is the guest idle loop's (the governor reflects on it; a pv_wait
+    /// halt is not cpuidle's).
+    pub(super) idle_halt: bool,
     pub(super) c: PollCounters,
 }
 
@@ -294,8 +297,10 @@ impl<S: Scheduler> Sim<'_, S> {
         match &self.st.kvm.guest_poll[vm] {
             None => p.window = adjust_halt_poll(hp, p.halt_window, halt_ns),
             Some(g) => {
-                p.guest_limit = guest_adjust_limit(g, p.guest_limit, halt_ns);
-                p.guest_last = GuestIdle::Halted;
+                if std::mem::take(&mut p.idle_halt) {
+                    p.guest_limit = guest_adjust_limit(g, p.guest_limit, halt_ns);
+                    p.guest_last = GuestIdle::Halted;
+                }
             }
         }
         if std::mem::take(&mut p.caught) {
@@ -339,10 +344,12 @@ impl<S: Scheduler> Sim<'_, S> {
                 }
                 p.guest_until = None;
                 p.guest_last = GuestIdle::PollTimedOut;
+                p.idle_halt = true;
                 return false;
             }
             None => {
                 if !guest_should_poll(p.guest_limit, p.guest_last) {
+                    p.idle_halt = true;
                     return false;
                 }
                 p.c.guest_polls += 1;

@@ -80,6 +80,11 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         include_str!("../../../../scenarios/reproductions/software-ft/experiment.toml"),
         include_str!("../../../../scenarios/reproductions/software-ft/scenario.toml"),
     ),
+    (
+        "halt-poll",
+        include_str!("../../../../scenarios/reproductions/halt-poll/experiment.toml"),
+        include_str!("../../../../scenarios/reproductions/halt-poll/scenario.toml"),
+    ),
 ];
 
 #[derive(Clone, Debug, Serialize)]
