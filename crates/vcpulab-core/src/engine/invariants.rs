@@ -132,7 +132,9 @@ impl<S: Scheduler> Sim<'_, S> {
                     "pCPU {c} polls for vCPU task {} which is {:?}, not halted",
                     p.task, self.view.state[p.task as usize]
                 ))
-            } else if p.until < now || p.until.since(now).ns() > max {
+            } else if (self.st.clock.rate_model && p.until < now)
+                || p.until.0.saturating_sub(now.0) > max
+            {
                 Some(format!(
                     "pCPU {c} polls until {} at {}, outside the {max} ns ceiling",
                     p.until.0, now.0

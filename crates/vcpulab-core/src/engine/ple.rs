@@ -18,6 +18,12 @@
 //! at most hundreds of microseconds), and a caught wake-up still goes through the
 //! scheduler's wake path, which places the vCPU as it decides (normally on its idle
 //! pCPU, at once).
+//!
+//! A poll's end by its window needs an event only when the clock model is on (the core
+//! stops counting as busy then). Without it the poll is settled lazily, at the next wake
+//! of its vCPU, dispatch on its pCPU or metrics reset, as having ended at
+//! `min(now, until)`: no event is added, so a [kvm] scenario without turbo or SMT runs
+//! exactly the trajectory it ran before halt polling was modelled.
 
 use super::Sim;
 use crate::kvm::{
@@ -217,26 +223,34 @@ impl<S: Scheduler> Sim<'_, S> {
             since: now,
             until,
         });
-        self.set_busy(cpu, true);
-        self.st.cpus[cpu as usize].guest_at = Some(until);
-        self.rearm(cpu);
+        if self.st.clock.rate_model {
+            self.set_busy(cpu, true);
+            self.st.cpus[cpu as usize].guest_at = Some(until);
+            self.rearm(cpu);
+        }
     }
 
-    /// Ends the poll on `cpu`, successful (the vCPU was woken) or not.
-    pub(super) fn end_cpu_poll(&mut self, cpu: CpuId, success: bool) {
+    /// Ends the poll on `cpu`: successful if the vCPU was woken within its window.
+    /// Returns whether it was.
+    pub(super) fn end_cpu_poll(&mut self, cpu: CpuId, woken: bool) -> bool {
         let Some(p) = self.st.kvm.cpu_poll[cpu as usize].take() else {
-            return;
+            return false;
         };
+        let now = self.st.now;
+        let success = woken && now <= p.until;
         let c = &mut self.st.kvm.poll[p.task as usize].c;
         c.polls += 1;
         c.successes += u64::from(success);
-        c.poll_ns += self.st.now.since(p.since).ns();
-        let cpu_rec = &mut self.st.cpus[cpu as usize];
-        if cpu_rec.curr == super::NONE {
-            cpu_rec.guest_at = None;
-            self.set_busy(cpu, false);
+        c.poll_ns += now.min(p.until).since(p.since).ns();
+        if self.st.clock.rate_model {
+            let cpu_rec = &mut self.st.cpus[cpu as usize];
+            if cpu_rec.curr == super::NONE {
+                cpu_rec.guest_at = None;
+                self.set_busy(cpu, false);
+            }
+            self.rearm(cpu);
         }
-        self.rearm(cpu);
+        success
     }
 
     /// A pCPU deadline with nothing running there: a poll's window ran out.
@@ -275,8 +289,8 @@ impl<S: Scheduler> Sim<'_, S> {
             p.c.polls += 1;
             p.c.successes += 1;
         } else if matches!(self.st.kvm.cpu_poll[cpu as usize], Some(cp) if cp.task == t) {
-            self.st.kvm.poll[t as usize].caught = true;
-            self.end_cpu_poll(cpu, true);
+            let caught = self.end_cpu_poll(cpu, true);
+            self.st.kvm.poll[t as usize].caught = caught;
         }
     }
 
@@ -406,9 +420,12 @@ impl<S: Scheduler> Sim<'_, S> {
     pub(super) fn account_polls(&mut self) {
         let now = self.st.now;
         for cpu in 0..self.st.kvm.cpu_poll.len() {
+            // A poll past its window (settled lazily) ends here, as it ended then.
+            self.poll_timeout(cpu as CpuId);
             if let Some(cp) = &mut self.st.kvm.cpu_poll[cpu] {
-                self.st.kvm.poll[cp.task as usize].c.poll_ns += now.since(cp.since).ns();
-                cp.since = now;
+                let upto = now.min(cp.until);
+                self.st.kvm.poll[cp.task as usize].c.poll_ns += upto.since(cp.since).ns();
+                cp.since = upto;
             }
         }
         for p in &mut self.st.kvm.poll {
