@@ -148,7 +148,8 @@ pub fn grow_halt_poll(hp: &HaltPoll, cur: u64) -> u64 {
 
 /// `shrink_halt_poll_ns`: the window after a block longer than the ceiling.
 pub fn shrink_halt_poll(hp: &HaltPoll, cur: u64) -> u64 {
-    let v = if hp.shrink == 0 { 0 } else { cur / hp.shrink };
+    // A divisor of 0 resets the window to 0.
+    let v = cur.checked_div(hp.shrink).unwrap_or(0);
     if v < hp.grow_start_ns {
         0
     } else {
@@ -252,11 +253,7 @@ pub fn guest_adjust_limit(g: &GuestHaltPoll, limit: u64, block_ns: u64) -> u64 {
             .max(g.grow_start_ns)
             .min(g.max_ns)
     } else if block_ns > g.max_ns && g.allow_shrink {
-        if g.shrink == 0 {
-            0
-        } else {
-            limit / g.shrink
-        }
+        limit.checked_div(g.shrink).unwrap_or(0)
     } else {
         limit
     }

@@ -222,8 +222,7 @@ kind = "stress-ng"
 fn keys_are_validated_with_clear_errors() {
     let err = |text: &str| {
         Scenario::from_toml_str(text, "bad.toml")
-            .err()
-            .expect("refused")
+            .expect_err("refused")
             .to_string()
     };
     let base = "duration = \"1s\"\n[host]\ncores_per_socket = 1\n[scheduler]\nname = \"cfs\"\n";
