@@ -280,8 +280,10 @@ class Result:
         """One row per vCPU: vm, index, times, dispatches, preemptions, halts,
         migrations_{total,smt_sibling,same_socket,other_socket,other_numa}, the PLE
         columns (ple_exits, yield_attempts, yield_successes, ple_streaks,
-        ple_streak_median, ple_streak_max, boost_to_run_mean_ms, boost_to_run_max_ms) and
-        the paravirtual-spinlock counters pv_waits and pv_kicks."""
+        ple_streak_median, ple_streak_max, boost_to_run_mean_ms, boost_to_run_max_ms), the
+        paravirtual-spinlock counters pv_waits and pv_kicks, and with ``[kvm]`` the
+        halt-polling columns halt_poll_{polls,successful_polls,poll_time_s,guest_polls,
+        guest_successful_polls,guest_poll_time_s}."""
         rows = [
             {"vm": vm["name"], **_flatten(v)} for vm in self.summary["vms"] for v in vm["vcpus"]
         ]

@@ -22,6 +22,35 @@
 //!
 //! ## The papers' fixes (seed 000, 004), all off by default (upstream behaviour)
 //! See `KvmFeatures`.
+//!
+//! ## Halt polling (host side), `kvm_vcpu_halt` in virt/kvm/kvm_main.c
+//! Read in torvalds/linux at the 6.1x tree whose `kvm_vcpu_on_spin` is the single-loop
+//! version (the halt path has been this shape since 5.18's `kvm_vcpu_halt` split and
+//! 6.2's `kvm_vcpu_max_halt_poll_ns`). A halting vCPU polls for its own window
+//! `vcpu->halt_poll_ns` (first clamped to the global `halt_poll_ns`) before it blocks;
+//! the loop (`kvm_vcpu_can_poll`) stops at once when another task is runnable on the pCPU
+//! (`single_task_running`) or a reschedule is due. After the halt, with `halt_ns` the time
+//! from the halt to the vCPU running again and `max` = `halt_poll_ns`: `halt_ns <=
+//! window` leaves the window; else a window above 0 with `halt_ns > max` shrinks
+//! (`shrink_halt_poll_ns`: divided by `halt_poll_ns_shrink`, 0 resets to 0, and any result
+//! below `halt_poll_ns_grow_start` is 0); else a window below `max` with `halt_ns < max`
+//! grows (`grow_halt_poll_ns`: times `halt_poll_ns_grow`, at least
+//! `halt_poll_ns_grow_start`; the next halt clamps it to `max`); `max` = 0 sets it to 0.
+//! x86 treats every wake-up as valid (`vcpu_valid_wakeup` distinguishes only on s390).
+//! Defaults are x86's: `KVM_HALT_POLL_NS_DEFAULT` 200000, grow 2, grow_start 10000,
+//! shrink 0. A guest running the haltpoll cpuidle driver turns host polling off for its
+//! vCPUs (MSR_KVM_POLL_CONTROL = 0, read by x86's `kvm_arch_no_poll`).
+//!
+//! ## Guest haltpoll, drivers/cpuidle/governors/haltpoll.c
+//! The guest polls in its idle loop (cpuidle state 0, the vCPU stays on its pCPU and
+//! burns it) for up to its per-CPU `poll_limit_ns`, then halts. `select`: a limit of 0
+//! halts; after a poll that timed out it halts, after a poll ended by an event it polls
+//! again, after a halt it polls. `reflect` after a halt of `block_ns`: `limit < block_ns
+//! <= guest_halt_poll_ns` grows the limit (times `guest_halt_poll_grow`, at least
+//! `guest_halt_poll_grow_start`, at most `guest_halt_poll_ns`); `block_ns >
+//! guest_halt_poll_ns` with `guest_halt_poll_allow_shrink` divides it by
+//! `guest_halt_poll_shrink` (0: to 0). Defaults 200000 ns, grow 2, grow_start 50000,
+//! shrink 2, allow_shrink true (torvalds/linux 2cc2c3cb54de).
 
 use crate::reader::{Res, Table};
 use crate::time::SimDuration;
@@ -76,6 +105,158 @@ pub struct KvmSpec {
     /// CPU time a PLE exit costs (VM exit, handler, VM entry).
     pub ple_exit_cost: SimDuration,
     pub features: KvmFeatures,
+    pub halt_poll: HaltPoll,
+}
+
+/// KVM's halt-polling module parameters (see the module notes), and what a wake-up from
+/// a real block costs over one caught by polling.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HaltPoll {
+    /// The global ceiling `halt_poll_ns` (ns); 0 turns polling off.
+    pub max_ns: u64,
+    pub grow: u64,
+    pub grow_start_ns: u64,
+    /// 0: reset the window to 0.
+    pub shrink: u64,
+    /// Latency a halted vCPU pays from its wake-up to guest code when it had blocked
+    /// (schedule out, wake-up IPI to the idle pCPU, schedule in, VM entry) and a polled
+    /// wake-up does not. The kernel documentation puts the saving at "a few
+    /// micro-seconds" without a figure, so the default is 0 (not modelled) and a scenario
+    /// that studies it sets it.
+    pub wakeup_cost: SimDuration,
+}
+
+impl Default for HaltPoll {
+    fn default() -> Self {
+        HaltPoll {
+            max_ns: 200_000,
+            grow: 2,
+            grow_start_ns: 10_000,
+            shrink: 0,
+            wakeup_cost: SimDuration::ZERO,
+        }
+    }
+}
+
+/// `grow_halt_poll_ns`: the window after a short block it was too small for.
+pub fn grow_halt_poll(hp: &HaltPoll, cur: u64) -> u64 {
+    if hp.grow == 0 {
+        return cur;
+    }
+    cur.saturating_mul(hp.grow).max(hp.grow_start_ns)
+}
+
+/// `shrink_halt_poll_ns`: the window after a block longer than the ceiling.
+pub fn shrink_halt_poll(hp: &HaltPoll, cur: u64) -> u64 {
+    // A divisor of 0 resets the window to 0.
+    let v = cur.checked_div(hp.shrink).unwrap_or(0);
+    if v < hp.grow_start_ns {
+        0
+    } else {
+        v
+    }
+}
+
+/// The window `kvm_vcpu_halt` leaves after a halt of `halt_ns` that began with window
+/// `cur` (already clamped to the ceiling), x86 (every wake-up valid).
+pub fn adjust_halt_poll(hp: &HaltPoll, cur: u64, halt_ns: u64) -> u64 {
+    let max = hp.max_ns;
+    if max == 0 {
+        0
+    } else if halt_ns <= cur {
+        cur
+    } else if cur > 0 && halt_ns > max {
+        shrink_halt_poll(hp, cur)
+    } else if cur < max && halt_ns < max {
+        grow_halt_poll(hp, cur)
+    } else {
+        cur
+    }
+}
+
+/// The guest haltpoll governor's parameters (`[vm.haltpoll]`, see the module notes).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GuestHaltPoll {
+    pub max_ns: u64,
+    pub grow: u64,
+    pub grow_start_ns: u64,
+    pub shrink: u64,
+    pub allow_shrink: bool,
+}
+
+impl Default for GuestHaltPoll {
+    fn default() -> Self {
+        GuestHaltPoll {
+            max_ns: 200_000,
+            grow: 2,
+            grow_start_ns: 50_000,
+            shrink: 2,
+            allow_shrink: true,
+        }
+    }
+}
+
+pub const GUEST_HALT_POLL_KEYS: &[&str] = &[
+    "guest_halt_poll_ns",
+    "guest_halt_poll_grow",
+    "guest_halt_poll_grow_start",
+    "guest_halt_poll_shrink",
+    "guest_halt_poll_allow_shrink",
+];
+
+pub fn parse_guest_haltpoll(t: &Table) -> Res<GuestHaltPoll> {
+    let mut g = GuestHaltPoll::default();
+    if let Some(v) = t.opt_u64("guest_halt_poll_ns", 0, u32::MAX as u64)? {
+        g.max_ns = v;
+    }
+    if let Some(v) = t.opt_u64("guest_halt_poll_grow", 0, 1 << 16)? {
+        g.grow = v;
+    }
+    if let Some(v) = t.opt_u64("guest_halt_poll_grow_start", 0, u32::MAX as u64)? {
+        g.grow_start_ns = v;
+    }
+    if let Some(v) = t.opt_u64("guest_halt_poll_shrink", 0, 1 << 16)? {
+        g.shrink = v;
+    }
+    if let Some(v) = t.opt_bool("guest_halt_poll_allow_shrink")? {
+        g.allow_shrink = v;
+    }
+    t.finish(GUEST_HALT_POLL_KEYS)?;
+    Ok(g)
+}
+
+/// The governor's `select`: poll (true) or halt (false) on entering idle, given the
+/// CPU's limit and how its last idle period ended.
+pub fn guest_should_poll(limit_ns: u64, last: GuestIdle) -> bool {
+    match last {
+        _ if limit_ns == 0 => false,
+        GuestIdle::PollTimedOut => false,
+        GuestIdle::PollWoken | GuestIdle::Halted => true,
+    }
+}
+
+/// How a guest CPU's last idle period ended (the governor's `last_state_idx` and
+/// `poll_time_limit`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GuestIdle {
+    #[default]
+    Halted,
+    PollWoken,
+    PollTimedOut,
+}
+
+/// `adjust_poll_limit` after a halt of `block_ns`.
+pub fn guest_adjust_limit(g: &GuestHaltPoll, limit: u64, block_ns: u64) -> u64 {
+    if block_ns > limit && block_ns <= g.max_ns {
+        limit
+            .saturating_mul(g.grow)
+            .max(g.grow_start_ns)
+            .min(g.max_ns)
+    } else if block_ns > g.max_ns && g.allow_shrink {
+        limit.checked_div(g.shrink).unwrap_or(0)
+    } else {
+        limit
+    }
 }
 
 impl Default for KvmSpec {
@@ -92,6 +273,7 @@ impl Default for KvmSpec {
             // handler walk and yield_to add a few hundred ns: 1 us in all.
             ple_exit_cost: SimDuration::from_us(1),
             features: KvmFeatures::default(),
+            halt_poll: HaltPoll::default(),
         }
     }
 }
@@ -107,6 +289,11 @@ pub const KVM_KEYS: &[&str] = &[
     "ple_window_max",
     "ple_exit_cost",
     "features",
+    "halt_poll_ns",
+    "halt_poll_ns_grow",
+    "halt_poll_ns_grow_start",
+    "halt_poll_ns_shrink",
+    "halt_wakeup_cost",
 ];
 
 /// "5.3" .. "5.<n>" (n >= 3) or "6.<n>": the versions the 5.3+ handler models.
@@ -180,6 +367,22 @@ pub fn parse_kvm(t: &Table) -> Res<KvmSpec> {
             migrate_boosted_to_spinner: get("migrate_boosted_to_spinner")?,
         };
         ft.finish(FEATURE_NAMES)?;
+    }
+    let hp = &mut k.halt_poll;
+    if let Some(v) = t.opt_u64("halt_poll_ns", 0, u32::MAX as u64)? {
+        hp.max_ns = v;
+    }
+    if let Some(v) = t.opt_u64("halt_poll_ns_grow", 0, 1 << 16)? {
+        hp.grow = v;
+    }
+    if let Some(v) = t.opt_u64("halt_poll_ns_grow_start", 0, u32::MAX as u64)? {
+        hp.grow_start_ns = v;
+    }
+    if let Some(v) = t.opt_u64("halt_poll_ns_shrink", 0, 1 << 16)? {
+        hp.shrink = v;
+    }
+    if let Some(c) = t.opt_duration("halt_wakeup_cost")? {
+        hp.wakeup_cost = c;
     }
     t.finish(KVM_KEYS)?;
     Ok(k)
@@ -448,6 +651,60 @@ mod tests {
             check_candidate(&spec, &mut lock_waiter, true),
             Err(Skip::NotDyEligible)
         );
+    }
+
+    /// kvm_vcpu_halt's rule, x86 defaults: a wake inside the window leaves it; a block
+    /// past the window but under the ceiling grows it (from 0 to grow_start, then
+    /// doubling); a block past the ceiling resets it (shrink 0); a ceiling of 0 zeroes it.
+    #[test]
+    fn host_halt_poll_window_follows_kvm_vcpu_halt() {
+        let hp = HaltPoll::default();
+        assert_eq!(adjust_halt_poll(&hp, 0, 5_000), 10_000);
+        assert_eq!(adjust_halt_poll(&hp, 10_000, 8_000), 10_000);
+        assert_eq!(adjust_halt_poll(&hp, 10_000, 15_000), 20_000);
+        assert_eq!(adjust_halt_poll(&hp, 160_000, 190_000), 320_000);
+        assert_eq!(adjust_halt_poll(&hp, 80_000, 300_000), 0);
+        // At the ceiling with a long block: shrink; exactly at it: neither.
+        assert_eq!(adjust_halt_poll(&hp, 200_000, 200_000), 200_000);
+        assert_eq!(adjust_halt_poll(&hp, 0, 300_000), 0);
+        let off = HaltPoll {
+            max_ns: 0,
+            ..HaltPoll::default()
+        };
+        assert_eq!(adjust_halt_poll(&off, 40_000, 1_000), 0);
+        let halving = HaltPoll {
+            shrink: 2,
+            ..HaltPoll::default()
+        };
+        assert_eq!(adjust_halt_poll(&halving, 160_000, 300_000), 80_000);
+        // Below grow_start after the division: 0.
+        assert_eq!(adjust_halt_poll(&halving, 15_000, 300_000), 0);
+        let no_grow = HaltPoll {
+            grow: 0,
+            ..HaltPoll::default()
+        };
+        assert_eq!(adjust_halt_poll(&no_grow, 0, 5_000), 0);
+    }
+
+    /// haltpoll.c's select and adjust_poll_limit at the defaults (200 us, grow 2, start
+    /// 50 us, shrink 2).
+    #[test]
+    fn guest_haltpoll_governor_rules() {
+        let g = GuestHaltPoll::default();
+        assert!(!guest_should_poll(0, GuestIdle::Halted));
+        assert!(guest_should_poll(50_000, GuestIdle::Halted));
+        assert!(guest_should_poll(50_000, GuestIdle::PollWoken));
+        assert!(!guest_should_poll(50_000, GuestIdle::PollTimedOut));
+        assert_eq!(guest_adjust_limit(&g, 0, 30_000), 50_000);
+        assert_eq!(guest_adjust_limit(&g, 50_000, 80_000), 100_000);
+        assert_eq!(guest_adjust_limit(&g, 150_000, 190_000), 200_000);
+        assert_eq!(guest_adjust_limit(&g, 100_000, 90_000), 100_000);
+        assert_eq!(guest_adjust_limit(&g, 100_000, 250_000), 50_000);
+        let keep = GuestHaltPoll {
+            allow_shrink: false,
+            ..g.clone()
+        };
+        assert_eq!(guest_adjust_limit(&keep, 100_000, 250_000), 100_000);
     }
 
     #[test]

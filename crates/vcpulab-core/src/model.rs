@@ -71,6 +71,8 @@ pub(crate) struct VmModel {
     pub start_jitter: SimDuration,
     /// The guest runs CFQ (`elevator = "cfq"`).
     pub cfq: bool,
+    /// The guest's haltpoll cpuidle governor; None: it halts at once when idle.
+    pub haltpoll: Option<crate::kvm::GuestHaltPoll>,
     pub workloads: Vec<WorkloadModel>,
 }
 
@@ -281,6 +283,7 @@ fn compile_vm(vm: &VmSpec, base_ghz: f64) -> VmModel {
         guest_timeslice: vm.guest_timeslice,
         start_jitter: vm.start_jitter,
         cfq: vm.elevator_cfq,
+        haltpoll: vm.haltpoll.clone(),
         workloads,
     }
 }

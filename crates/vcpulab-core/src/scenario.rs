@@ -189,6 +189,9 @@ pub struct VmSpec {
     /// requests in flight are limited after a delayed synchronous request (see
     /// `workload::CFQ_SLICE_SYNC_NS`).
     pub elevator_cfq: bool,
+    /// The guest's haltpoll cpuidle governor (`[vm.haltpoll]`); None: the guest halts at
+    /// once when idle.
+    pub haltpoll: Option<crate::kvm::GuestHaltPoll>,
     pub workloads: Vec<WorkloadSpec>,
     /// Lock names used by this VM's workloads, in first-use order (index = lock id).
     pub locks: Vec<String>,
@@ -286,6 +289,17 @@ impl Scenario {
             .get("kvm")
             .map(|k| k.table().and_then(|t| crate::kvm::parse_kvm(&t)))
             .transpose()?;
+        if kvm.is_none() {
+            if let Some(vm) = vms.iter().find(|v| v.haltpoll.is_some()) {
+                return root.err(
+                    "vm",
+                    format!(
+                        "VM {:?} has a [vm.haltpoll] table, but the guest haltpoll governor loads only in a KVM guest; add a [kvm] table or remove [vm.haltpoll]",
+                        vm.name
+                    ),
+                );
+            }
+        }
         let mut host_threads: Vec<HostThreadSpec> = Vec::new();
         if let Some(items) = root.get("host_thread") {
             for item in items.array()? {
@@ -837,6 +851,13 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
                 .unwrap_or(393_216.0),
         ),
     };
+    let haltpoll = t
+        .get("haltpoll")
+        .map(|h| {
+            h.table()
+                .and_then(|ht| crate::kvm::parse_guest_haltpoll(&ht))
+        })
+        .transpose()?;
     let workloads = match t.get("workload") {
         None => vec![],
         Some(o) => o
@@ -865,6 +886,7 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
         "elevator",
         "class",
         "reserved_vcpus",
+        "haltpoll",
         "workload",
     ])?;
     Ok(VmSpec {
@@ -881,6 +903,7 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
         reserved_vcpus,
         start_jitter,
         elevator_cfq,
+        haltpoll,
         workloads,
         locks,
     })

@@ -94,6 +94,29 @@ pub struct VmSummary {
     pub vcpus: Vec<VcpuSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ft: Option<FtSummary>,
+    /// Halt polling, host and guest side (absent without [kvm]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub halt_poll: Option<HaltPollSummary>,
+}
+
+/// Halt polling of a VM or one vCPU (see `crate::kvm`): KVM's host-side polls
+/// (`halt_attempted_poll`, `halt_successful_poll`, and the pCPU time they took, as
+/// `halt_poll_success_ns` + `halt_poll_fail_ns`) and the guest haltpoll governor's polls.
+#[derive(Clone, Debug, Serialize)]
+pub struct HaltPollSummary {
+    pub polls: u64,
+    pub successful_polls: u64,
+    /// pCPU time spent polling (host CPU burned; not in `cpu_time_s`: the pCPU was idle
+    /// to the host scheduler).
+    pub poll_time_s: f64,
+    pub guest_polls: u64,
+    pub guest_successful_polls: u64,
+    /// vCPU time spent in the guest's poll loop (part of `cpu_time_s`).
+    pub guest_poll_time_s: f64,
+    /// From a wake-up of a halted vCPU (or a thread made ready while the guest polls)
+    /// to guest code running again; VM level only (null on vCPUs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wakeup_latency_ms: Option<LatencySummary>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -155,6 +178,9 @@ pub struct VcpuSummary {
     /// From a successful directed yield to this vCPU running (null if never boosted).
     pub boost_to_run_mean_ms: Option<f64>,
     pub boost_to_run_max_ms: Option<f64>,
+    /// Halt polling on this vCPU (absent without [kvm]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub halt_poll: Option<HaltPollSummary>,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -156,7 +156,9 @@ impl<S: Scheduler> Sim<'_, S> {
                         task.in_mm = true;
                     }
                     None => {
-                        self.halt(t);
+                        if !self.guest_idle_polls(t) {
+                            self.halt(t);
+                        }
                         return;
                     }
                 }
@@ -191,6 +193,9 @@ impl<S: Scheduler> Sim<'_, S> {
                 _ => return,
             }
         };
+        if task.cur == NONE {
+            return; // polling in the guest idle loop: its deadline is the poll's end
+        }
         let th = &self.st.threads[task.cur as usize];
         let spinning = matches!(th.state, ThState::SpinLock { .. } | ThState::SpinIpi { .. });
         match (spinning, task.spin_since) {
@@ -509,6 +514,10 @@ impl<S: Scheduler> Sim<'_, S> {
             return;
         }
         self.st.tasks[t as usize].local.push_back(id);
+        if self.guest_poll_woken(t) {
+            self.run_guest(t);
+            return;
+        }
         match self.view.state[t as usize] {
             RunState::Halted if self.vcpu_paused(t) => {}
             RunState::Halted => self.make_runnable(t),
@@ -523,6 +532,11 @@ impl<S: Scheduler> Sim<'_, S> {
 
     /// An RT-priority guest thread preempts the vCPU's normal threads at once.
     fn make_rt_thread_ready(&mut self, id: ThreadId, t: TaskId) {
+        if self.guest_poll_woken(t) {
+            self.st.tasks[t as usize].local.push_front(id);
+            self.run_guest(t);
+            return;
+        }
         let cur = self.st.tasks[t as usize].cur;
         let preempt =
             cur != NONE && !self.st.workloads[self.st.threads[cur as usize].workload as usize].rt;

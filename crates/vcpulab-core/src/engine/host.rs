@@ -8,7 +8,7 @@ use super::ple::close_streak;
 use super::queue::EventKind;
 use super::{Sim, ThState, NONE};
 use crate::sched::{CpuId, RunState, SchedCtx, Scheduler, TaskId, YieldRequest, YieldResult};
-use crate::time::{SimDuration, SimTime};
+use crate::time::SimTime;
 use crate::workload::Mode;
 
 impl<S: Scheduler> Sim<'_, S> {
@@ -96,6 +96,12 @@ impl<S: Scheduler> Sim<'_, S> {
     }
 
     fn resched(&mut self, cpu: CpuId) {
+        self.resched_pick(cpu);
+        // A vCPU that halted here polls now if nothing else was picked.
+        self.settle_poll(cpu);
+    }
+
+    fn resched_pick(&mut self, cpu: CpuId) {
         let prev = self.st.cpus[cpu as usize].curr;
         let prev_opt = (prev != NONE).then_some(prev);
         if let Some(p) = prev_opt {
@@ -139,6 +145,7 @@ impl<S: Scheduler> Sim<'_, S> {
     pub(super) fn make_runnable(&mut self, t: TaskId) {
         let now = self.st.now;
         self.trace_instant(t, "wake", None, None);
+        self.poll_catches_wake(t);
         let task = &mut self.st.tasks[t as usize];
         task.c.halted_ns += now.since(task.state_since).ns();
         task.state_since = now;
@@ -166,6 +173,7 @@ impl<S: Scheduler> Sim<'_, S> {
             };
             self.trace_instant(t, kind, Some(cpu), None);
         }
+        self.pause_guest_poll(t);
         let task = &mut self.st.tasks[t as usize];
         task.c.run_ns += now.since(task.state_since).ns();
         match to {
@@ -217,7 +225,9 @@ impl<S: Scheduler> Sim<'_, S> {
 
     fn dispatch(&mut self, t: TaskId, cpu: CpuId) {
         let now = self.st.now;
-        let mut cost = SimDuration::ZERO;
+        // Polling stops at once for any task the scheduler puts here.
+        self.poll_yields_cpu(cpu);
+        let mut cost = self.end_halt(t);
         {
             let c = &mut self.st.cpus[cpu as usize];
             if c.last_task != t {
@@ -279,6 +289,8 @@ impl<S: Scheduler> Sim<'_, S> {
         }
         task.executing = true;
         task.progress_from = now;
+        self.record_wake_latency(t);
+        let task = &mut self.st.tasks[t as usize];
         if let Some(k) = &self.st.kvm.spec {
             task.kv.in_spin_loop = false;
             task.kv.dy_eligible = false;
@@ -309,6 +321,8 @@ impl<S: Scheduler> Sim<'_, S> {
                 } else {
                     self.begin_exec(t);
                 }
+            } else {
+                self.poll_timeout(cpu);
             }
         }
         if timer_due {
@@ -361,6 +375,7 @@ impl<S: Scheduler> Sim<'_, S> {
             return;
         };
         self.deschedule(t, cpu, RunState::Halted);
+        self.begin_halt(t, cpu);
         self.sched.block(ctx!(self), cpu, t);
         self.apply_out();
         ctx!(self).resched(cpu);

@@ -1,7 +1,7 @@
 //! `--check-invariants`: after every event, the engine's records must agree with each
 //! other and with the scheduler's promises (one pCPU per running task, affinity and
 //! isolation respected, the clock model's counts, time conservation, the starvation
-//! bound, and the scheduler's own `check`). A violation fails the run.
+//! bound, halt polling, and the scheduler's own `check`). A violation fails the run.
 
 use super::{Sim, NONE};
 use crate::sched::{RunState, Scheduler, TaskId};
@@ -19,8 +19,10 @@ impl<S: Scheduler> Sim<'_, S> {
         }
         let mut seen = vec![false; self.st.tasks.len()];
         for (c, cpu) in self.st.cpus.iter().enumerate() {
+            // A pCPU polling for a halted vCPU burns its core like a running task.
+            let polls = matches!(self.st.kvm.cpu_poll.get(c), Some(Some(_)));
             if self.st.clock.rate_model {
-                if cpu.busy != (cpu.curr != NONE) {
+                if cpu.busy != (cpu.curr != NONE || polls) {
                     self.st.error = Some(format!(
                         "invariant: pCPU {c} counted {} for the clock and SMT model but {}",
                         if cpu.busy { "busy" } else { "idle" },
@@ -104,8 +106,51 @@ impl<S: Scheduler> Sim<'_, S> {
                 return;
             }
         }
+        self.check_halt_polling();
         if let Err(msg) = self.sched.check(&self.view) {
             self.st.error = Some(format!("invariant: {msg}"));
+        }
+    }
+
+    /// Polling never delays another runnable task on its pCPU by more than one check: a
+    /// polling pCPU runs nothing else, so the scheduler sees it idle and the first task it
+    /// puts there ends the poll at that instant (in the kernel, at the next check of
+    /// `single_task_running`). And a poll is for a halted vCPU, within its window, and
+    /// every halt's poll request is settled by the end of the event.
+    fn check_halt_polling(&mut self) {
+        let now = self.st.now;
+        let max = self.st.kvm.halt_poll.as_ref().map_or(0, |h| h.max_ns);
+        for (c, p) in self.st.kvm.cpu_poll.iter().enumerate() {
+            let Some(p) = p else { continue };
+            let err = if self.st.cpus[c].curr != NONE || self.view.cpu_curr[c].is_some() {
+                Some(format!(
+                    "pCPU {c} polls for vCPU task {} while it runs task {}",
+                    p.task, self.st.cpus[c].curr
+                ))
+            } else if self.view.state[p.task as usize] != RunState::Halted {
+                Some(format!(
+                    "pCPU {c} polls for vCPU task {} which is {:?}, not halted",
+                    p.task, self.view.state[p.task as usize]
+                ))
+            } else if (self.st.clock.rate_model && p.until < now)
+                || p.until.0.saturating_sub(now.0) > max
+            {
+                Some(format!(
+                    "pCPU {c} polls until {} at {}, outside the {max} ns ceiling",
+                    p.until.0, now.0
+                ))
+            } else {
+                None
+            };
+            if let Some(e) = err {
+                self.st.error = Some(format!("invariant: halt polling: {e}"));
+                return;
+            }
+        }
+        if let Some(c) = self.st.kvm.poll_pending.iter().position(|p| p.is_some()) {
+            self.st.error = Some(format!(
+                "invariant: halt polling: pCPU {c} has a poll request its reschedule never settled"
+            ));
         }
     }
 }

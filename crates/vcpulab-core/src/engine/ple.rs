@@ -2,9 +2,34 @@
 //! window exits to KVM, which grows the window and runs `kvm_vcpu_on_spin`, a directed
 //! yield to another vCPU of the VM; the exit costs `ple_exit_cost` of the pCPU. Also the
 //! per-vCPU KVM state every dispatch touches, and the PLE streak and boost metrics.
+//! And halt polling (see `crate::kvm`): KVM's host-side poll of a halting vCPU and the
+//! guest haltpoll governor's poll in the guest idle loop.
+//!
+//! ## How host polling is modelled
+//! A vCPU that halts leaves its pCPU as before (the host scheduler sees it block); if
+//! its window is above 0 and the scheduler then leaves the pCPU idle
+//! (`single_task_running`), the pCPU polls for the vCPU: it counts as busy (the clock
+//! and SMT model see a running core) and nothing else runs there. The poll ends when
+//! the vCPU is woken (a successful poll: its wake-up skips `halt_wakeup_cost`), when
+//! the window runs out, or at once when the scheduler puts another task on the pCPU. If
+//! the scheduler picks another task at the halt itself, the poll is attempted and fails
+//! at its first check, as upstream. Deviations: the poll's pCPU time is not charged to
+//! the vCPU by the host scheduler (the kernel charges it to the vCPU thread; windows are
+//! at most hundreds of microseconds), and a caught wake-up still goes through the
+//! scheduler's wake path, which places the vCPU as it decides (normally on its idle
+//! pCPU, at once).
+//!
+//! A poll's end by its window needs an event only when the clock model is on (the core
+//! stops counting as busy then). Without it the poll is settled lazily, at the next wake
+//! of its vCPU, dispatch on its pCPU or metrics reset, as having ended at
+//! `min(now, until)`: no event is added, so a [kvm] scenario without turbo or SMT runs
+//! exactly the trajectory it ran before halt polling was modelled.
 
 use super::Sim;
-use crate::kvm::{grow_window, KvmSpec, Vendor};
+use crate::kvm::{
+    adjust_halt_poll, grow_window, guest_adjust_limit, guest_should_poll, GuestHaltPoll, GuestIdle,
+    HaltPoll, KvmSpec, Vendor,
+};
 use crate::metrics::Histogram;
 use crate::model::Model;
 use crate::sched::{CpuId, RunState, Scheduler, TaskId, YieldRequest, YieldResult};
@@ -43,6 +68,50 @@ pub(super) fn close_streak(streak: &mut u64, lengths: &mut BTreeMap<u64, u64>) {
     }
 }
 
+/// One vCPU's halt-polling state and counters (host and guest side).
+#[derive(Clone, Default)]
+pub(super) struct PollTask {
+    /// KVM's `vcpu->halt_poll_ns`.
+    pub(super) window: u64,
+    /// When the current KVM-visible halt began (None when not halted, or halted by a
+    /// Kemari pause).
+    pub(super) halt_start: Option<SimTime>,
+    /// The window this halt polls with (clamped to the ceiling).
+    pub(super) halt_window: u64,
+    /// This halt's wake-up came while the host polled (no block, no wake-up cost).
+    pub(super) caught: bool,
+    /// When it was last woken (for the wake-up latency).
+    pub(super) woken_at: Option<SimTime>,
+    /// Guest governor: the CPU's `poll_limit_ns` and how its last idle ended.
+    pub(super) guest_limit: u64,
+    pub(super) guest_last: GuestIdle,
+    /// A guest poll is open until then; `guest_since`: its running stretch began then.
+    pub(super) guest_until: Option<SimTime>,
+    pub(super) guest_since: Option<SimTime>,
+    /// The coming halt is the guest idle loop's (the governor reflects on it; a pv_wait
+    /// halt is not cpuidle's).
+    pub(super) idle_halt: bool,
+    pub(super) c: PollCounters,
+}
+
+#[derive(Clone, Copy, Default)]
+pub(super) struct PollCounters {
+    pub(super) polls: u64,
+    pub(super) successes: u64,
+    pub(super) poll_ns: u64,
+    pub(super) guest_polls: u64,
+    pub(super) guest_successes: u64,
+    pub(super) guest_poll_ns: u64,
+}
+
+/// A pCPU polling for a halted vCPU.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct CpuPoll {
+    pub(super) task: TaskId,
+    pub(super) since: SimTime,
+    pub(super) until: SimTime,
+}
+
 /// The KVM layer's state beyond each vCPU's own.
 pub(super) struct KvmState {
     /// KVM with PLE on; None: no pause-loop exits (the per-vCPU state stays cold).
@@ -55,21 +124,318 @@ pub(super) struct KvmState {
     pub(super) boost_to_run: Vec<Histogram>,
     /// Spinners that left the PLE handler; their spin-loop flags clear if still running.
     pub(super) spin_loop_exits: Vec<u32>,
+    /// KVM's halt-polling parameters: Some whenever the scenario has [kvm] (with or
+    /// without PLE). Everything below is empty without it.
+    pub(super) halt_poll: Option<HaltPoll>,
+    /// Per task (vCPUs first, as tasks are).
+    pub(super) poll: Vec<PollTask>,
+    /// Per pCPU: the poll running there.
+    pub(super) cpu_poll: Vec<Option<CpuPoll>>,
+    /// Per pCPU: a vCPU that halted there and polls if its reschedule leaves it idle.
+    pub(super) poll_pending: Vec<Option<TaskId>>,
+    /// Per VM: its guest haltpoll governor (which also turns host polling off for it).
+    pub(super) guest_poll: Vec<Option<GuestHaltPoll>>,
+    /// Per VM: wake-up latency of its vCPUs (ns).
+    pub(super) wake_latency: Vec<Histogram>,
 }
 
 impl KvmState {
     pub(super) fn new(model: &Model, tasks: usize) -> KvmState {
+        let halt_poll = model.kvm.as_ref().map(|k| k.halt_poll.clone());
+        let on = halt_poll.is_some();
+        let ncpus = model.host.topo.ncpus();
         KvmState {
             spec: model.kvm.clone().filter(|k| k.ple),
             last_boosted: vec![0; model.vms.len()],
             streaks: vec![BTreeMap::new(); tasks],
             boost_to_run: vec![Histogram::default(); tasks],
             spin_loop_exits: Vec::new(),
+            halt_poll,
+            poll: if on {
+                vec![PollTask::default(); tasks]
+            } else {
+                Vec::new()
+            },
+            cpu_poll: if on { vec![None; ncpus] } else { Vec::new() },
+            poll_pending: if on { vec![None; ncpus] } else { Vec::new() },
+            guest_poll: model.vms.iter().map(|v| v.haltpoll.clone()).collect(),
+            wake_latency: if on {
+                vec![Histogram::default(); model.vms.len()]
+            } else {
+                Vec::new()
+            },
         }
     }
 }
 
 impl<S: Scheduler> Sim<'_, S> {
+    /// A vCPU of a KVM VM (not a host thread).
+    #[inline]
+    fn kvm_vcpu(&self, t: TaskId) -> bool {
+        !self.st.kvm.poll.is_empty() && t < self.st.n_vcpu_tasks
+    }
+
+    /// `kvm_vcpu_halt` begins: vCPU `t` just left `cpu` halted. Records the halt and, if
+    /// its window is above 0, asks for a poll once the pCPU's reschedule is known.
+    pub(super) fn begin_halt(&mut self, t: TaskId, cpu: CpuId) {
+        if !self.kvm_vcpu(t) || self.vcpu_paused(t) {
+            return;
+        }
+        let now = self.st.now;
+        let vm = self.st.tasks[t as usize].vm as usize;
+        let host_polls = self.st.kvm.guest_poll[vm].is_none();
+        let max = self.st.kvm.halt_poll.as_ref().map_or(0, |h| h.max_ns);
+        let p = &mut self.st.kvm.poll[t as usize];
+        if let Some(since) = p.guest_since.take() {
+            p.c.guest_poll_ns += now.since(since).ns();
+        }
+        p.guest_until = None;
+        p.window = p.window.min(max);
+        p.halt_window = if host_polls { p.window } else { 0 };
+        p.halt_start = Some(now);
+        p.caught = false;
+        if p.halt_window > 0 {
+            self.st.kvm.poll_pending[cpu as usize] = Some(t);
+        }
+    }
+
+    /// After `cpu`'s reschedule: starts the poll a halt there asked for if nothing else
+    /// runs on it, or counts a poll that stopped at its first check.
+    #[inline]
+    pub(super) fn settle_poll(&mut self, cpu: CpuId) {
+        let Some(slot) = self.st.kvm.poll_pending.get_mut(cpu as usize) else {
+            return;
+        };
+        let Some(t) = slot.take() else {
+            return;
+        };
+        if self.view.state[t as usize] != RunState::Halted || self.st.kvm.poll[t as usize].caught {
+            return; // already woken (the wake counted the poll)
+        }
+        let now = self.st.now;
+        if self.st.cpus[cpu as usize].curr != super::NONE {
+            self.st.kvm.poll[t as usize].c.polls += 1;
+            return;
+        }
+        let until = now + SimDuration(self.st.kvm.poll[t as usize].halt_window);
+        self.st.kvm.cpu_poll[cpu as usize] = Some(CpuPoll {
+            task: t,
+            since: now,
+            until,
+        });
+        if self.st.clock.rate_model {
+            self.set_busy(cpu, true);
+            self.st.cpus[cpu as usize].guest_at = Some(until);
+            self.rearm(cpu);
+        }
+    }
+
+    /// Ends the poll on `cpu`: successful if the vCPU was woken within its window.
+    /// Returns whether it was.
+    pub(super) fn end_cpu_poll(&mut self, cpu: CpuId, woken: bool) -> bool {
+        let Some(p) = self.st.kvm.cpu_poll[cpu as usize].take() else {
+            return false;
+        };
+        let now = self.st.now;
+        let success = woken && now <= p.until;
+        let c = &mut self.st.kvm.poll[p.task as usize].c;
+        c.polls += 1;
+        c.successes += u64::from(success);
+        c.poll_ns += now.min(p.until).since(p.since).ns();
+        if self.st.clock.rate_model {
+            let cpu_rec = &mut self.st.cpus[cpu as usize];
+            if cpu_rec.curr == super::NONE {
+                cpu_rec.guest_at = None;
+                self.set_busy(cpu, false);
+            }
+            self.rearm(cpu);
+        }
+        success
+    }
+
+    /// A pCPU deadline with nothing running there: a poll's window ran out.
+    pub(super) fn poll_timeout(&mut self, cpu: CpuId) {
+        if let Some(Some(p)) = self.st.kvm.cpu_poll.get(cpu as usize) {
+            if p.until <= self.st.now {
+                self.end_cpu_poll(cpu, false);
+            }
+        }
+    }
+
+    /// A task is about to be dispatched on `cpu`: a poll there stops at once.
+    #[inline]
+    pub(super) fn poll_yields_cpu(&mut self, cpu: CpuId) {
+        if matches!(self.st.kvm.cpu_poll.get(cpu as usize), Some(Some(_))) {
+            self.end_cpu_poll(cpu, false);
+        }
+    }
+
+    /// Halted vCPU `t` is woken: a poll for it (running, or about to start) catches it.
+    pub(super) fn poll_catches_wake(&mut self, t: TaskId) {
+        if !self.kvm_vcpu(t) {
+            return;
+        }
+        let now = self.st.now;
+        let cpu = self.st.tasks[t as usize].last_cpu;
+        let p = &mut self.st.kvm.poll[t as usize];
+        p.woken_at = Some(now);
+        if p.halt_start.is_none() || p.caught || cpu == super::NONE {
+            return;
+        }
+        if self.st.kvm.poll_pending[cpu as usize] == Some(t) {
+            self.st.kvm.poll_pending[cpu as usize] = None;
+            let p = &mut self.st.kvm.poll[t as usize];
+            p.caught = true;
+            p.c.polls += 1;
+            p.c.successes += 1;
+        } else if matches!(self.st.kvm.cpu_poll[cpu as usize], Some(cp) if cp.task == t) {
+            let caught = self.end_cpu_poll(cpu, true);
+            self.st.kvm.poll[t as usize].caught = caught;
+        }
+    }
+
+    /// vCPU `t` runs again after a halt: KVM adjusts its window, the guest governor its
+    /// limit (`reflect`); returns the wake-up cost it pays before guest code.
+    pub(super) fn end_halt(&mut self, t: TaskId) -> SimDuration {
+        if !self.kvm_vcpu(t) {
+            return SimDuration::ZERO;
+        }
+        let now = self.st.now;
+        let vm = self.st.tasks[t as usize].vm as usize;
+        let Some(start) = self.st.kvm.poll[t as usize].halt_start.take() else {
+            return SimDuration::ZERO;
+        };
+        let halt_ns = now.since(start).ns();
+        let hp = self.st.kvm.halt_poll.as_ref().expect("kvm_vcpu");
+        let p = &mut self.st.kvm.poll[t as usize];
+        match &self.st.kvm.guest_poll[vm] {
+            None => p.window = adjust_halt_poll(hp, p.halt_window, halt_ns),
+            Some(g) => {
+                if std::mem::take(&mut p.idle_halt) {
+                    p.guest_limit = guest_adjust_limit(g, p.guest_limit, halt_ns);
+                    p.guest_last = GuestIdle::Halted;
+                }
+            }
+        }
+        if std::mem::take(&mut p.caught) {
+            SimDuration::ZERO
+        } else {
+            hp.wakeup_cost
+        }
+    }
+
+    /// Guest code runs on vCPU `t` again: the wake-up latency, if it was woken.
+    #[inline]
+    pub(super) fn record_wake_latency(&mut self, t: TaskId) {
+        if !self.kvm_vcpu(t) {
+            return;
+        }
+        if let Some(w) = self.st.kvm.poll[t as usize].woken_at.take() {
+            let vm = self.st.tasks[t as usize].vm as usize;
+            self.st.kvm.wake_latency[vm].record(self.st.now.since(w).ns());
+        }
+    }
+
+    /// The guest idle loop of executing vCPU `t` (nothing to run): true while the
+    /// haltpoll governor keeps it polling, false when it halts.
+    pub(super) fn guest_idle_polls(&mut self, t: TaskId) -> bool {
+        if !self.kvm_vcpu(t) {
+            return false;
+        }
+        let vm = self.st.tasks[t as usize].vm as usize;
+        if self.st.kvm.guest_poll[vm].is_none() {
+            return false;
+        }
+        let now = self.st.now;
+        let cpu = self.st.tasks[t as usize].last_cpu;
+        let p = &mut self.st.kvm.poll[t as usize];
+        let until = match p.guest_until {
+            Some(until) if now < until => until,
+            Some(_) => {
+                // poll_time_limit: the poll ran out; select halts.
+                if let Some(since) = p.guest_since.take() {
+                    p.c.guest_poll_ns += now.since(since).ns();
+                }
+                p.guest_until = None;
+                p.guest_last = GuestIdle::PollTimedOut;
+                p.idle_halt = true;
+                return false;
+            }
+            None => {
+                if !guest_should_poll(p.guest_limit, p.guest_last) {
+                    p.idle_halt = true;
+                    return false;
+                }
+                p.c.guest_polls += 1;
+                let until = now + SimDuration(p.guest_limit);
+                p.guest_until = Some(until);
+                until
+            }
+        };
+        if p.guest_since.is_none() {
+            p.guest_since = Some(now);
+        }
+        self.st.tasks[t as usize].end_spin(now);
+        self.st.cpus[cpu as usize].guest_at = Some(until);
+        self.rearm(cpu);
+        true
+    }
+
+    /// A guest thread of vCPU `t` became ready: an open guest poll ends with an event.
+    /// Returns true if `t` was polling on its pCPU (the caller runs its guest).
+    pub(super) fn guest_poll_woken(&mut self, t: TaskId) -> bool {
+        if !self.kvm_vcpu(t) || self.st.kvm.poll[t as usize].guest_until.is_none() {
+            return false;
+        }
+        let now = self.st.now;
+        let p = &mut self.st.kvm.poll[t as usize];
+        p.guest_until = None;
+        p.guest_last = GuestIdle::PollWoken;
+        p.c.guest_successes += 1;
+        match p.guest_since.take() {
+            Some(since) => {
+                p.c.guest_poll_ns += now.since(since).ns();
+                let vm = self.st.tasks[t as usize].vm as usize;
+                self.st.kvm.wake_latency[vm].record(0);
+                true
+            }
+            None => {
+                p.woken_at = Some(now); // preempted by the host: it waits to run
+                false
+            }
+        }
+    }
+
+    /// vCPU `t` leaves its pCPU while it polls in the guest: the poll's CPU time stops.
+    #[inline]
+    pub(super) fn pause_guest_poll(&mut self, t: TaskId) {
+        if let Some(p) = self.st.kvm.poll.get_mut(t as usize) {
+            if let Some(since) = p.guest_since.take() {
+                p.c.guest_poll_ns += self.st.now.since(since).ns();
+            }
+        }
+    }
+
+    /// Brings the poll counters up to now (open polls continue from here).
+    pub(super) fn account_polls(&mut self) {
+        let now = self.st.now;
+        for cpu in 0..self.st.kvm.cpu_poll.len() {
+            // A poll past its window (settled lazily) ends here, as it ended then.
+            self.poll_timeout(cpu as CpuId);
+            if let Some(cp) = &mut self.st.kvm.cpu_poll[cpu] {
+                let upto = now.min(cp.until);
+                self.st.kvm.poll[cp.task as usize].c.poll_ns += upto.since(cp.since).ns();
+                cp.since = upto;
+            }
+        }
+        for p in &mut self.st.kvm.poll {
+            if let Some(since) = &mut p.guest_since {
+                p.c.guest_poll_ns += now.since(*since).ns();
+                *since = now;
+            }
+        }
+    }
+
     /// Back in the guest after KVM handled a PLE exit (not a sched-in: the PLE window
     /// and the spin-loop flags stay): acknowledge IPIs that arrived meanwhile, go on.
     pub(super) fn end_ple_exit(&mut self, t: TaskId) {

@@ -2,7 +2,7 @@
 //! end: the counters (task, host, helper, scheduler) turned into the `Summary`, and the
 //! trace's labels.
 
-use super::ple::close_streak;
+use super::ple::{close_streak, PollCounters};
 use super::{trace, RunOutput, Sim, TaskCounters, NONE};
 use crate::metrics::{jain, Histogram};
 use crate::sched::{RunState, Scheduler, TaskId};
@@ -103,6 +103,7 @@ impl<S: Scheduler> Sim<'_, S> {
             task.state_since = now;
             task.account_spin(now);
         }
+        self.account_polls();
     }
 
     /// The end of the warm-up: every metric starts again from zero (run time seen by the
@@ -126,6 +127,12 @@ impl<S: Scheduler> Sim<'_, S> {
         for h in &mut self.st.kvm.boost_to_run {
             h.clear();
         }
+        for p in &mut self.st.kvm.poll {
+            p.c = Default::default();
+        }
+        for h in &mut self.st.kvm.wake_latency {
+            h.clear();
+        }
         self.st.sched_counters_at_warmup = self.sched.counters();
         self.st.ft.reset_metrics();
     }
@@ -144,6 +151,7 @@ impl<S: Scheduler> Sim<'_, S> {
             let mut tot = TaskCounters::default();
             let mut vm_streaks: BTreeMap<u64, u64> = BTreeMap::new();
             let mut vm_boost = Histogram::default();
+            let mut vm_poll = PollCounters::default();
             for i in 0..vm.vcpus as usize {
                 let c = &self.st.tasks[base + i].c;
                 let streaks = &self.st.kvm.streaks[base + i];
@@ -154,6 +162,15 @@ impl<S: Scheduler> Sim<'_, S> {
                 vm_boost.merge(boost);
                 let st = streak_summary(streaks);
                 let boost = latency_summary(boost);
+                let poll = self.st.kvm.poll.get(base + i).map(|p| p.c);
+                if let Some(p) = poll {
+                    vm_poll.polls += p.polls;
+                    vm_poll.successes += p.successes;
+                    vm_poll.poll_ns += p.poll_ns;
+                    vm_poll.guest_polls += p.guest_polls;
+                    vm_poll.guest_successes += p.guest_successes;
+                    vm_poll.guest_poll_ns += p.guest_poll_ns;
+                }
                 tot.run_ns += c.run_ns;
                 tot.wait_ns += c.wait_ns;
                 tot.halted_ns += c.halted_ns;
@@ -182,6 +199,7 @@ impl<S: Scheduler> Sim<'_, S> {
                     ple_streak_max: st.max,
                     boost_to_run_mean_ms: boost.as_ref().map(|b| b.mean),
                     boost_to_run_max_ms: boost.as_ref().map(|b| b.max),
+                    halt_poll: poll.map(|p| halt_poll_summary(&p, None)),
                 });
             }
             let mut workloads = Vec::new();
@@ -230,6 +248,12 @@ impl<S: Scheduler> Sim<'_, S> {
                 }),
                 workloads,
                 vcpus,
+                halt_poll: self
+                    .st
+                    .kvm
+                    .wake_latency
+                    .get(vi)
+                    .map(|h| halt_poll_summary(&vm_poll, latency_summary(h))),
                 ft: (self.st.ft.kemari[vi] != NONE).then(|| {
                     let k = &self.st.ft.helpers[self.st.ft.kemari[vi] as usize];
                     FtSummary {
@@ -371,5 +395,19 @@ impl From<[u64; 4]> for MigrationSummary {
             cross_socket_share: (total > 0)
                 .then(|| (other_socket + other_numa) as f64 / total as f64),
         }
+    }
+}
+
+/// A vCPU's or VM's halt-polling counters as the summary prints them.
+fn halt_poll_summary(p: &PollCounters, wake: Option<LatencySummary>) -> HaltPollSummary {
+    let s = |ns: u64| ns as f64 / 1e9;
+    HaltPollSummary {
+        polls: p.polls,
+        successful_polls: p.successes,
+        poll_time_s: s(p.poll_ns),
+        guest_polls: p.guest_polls,
+        guest_successful_polls: p.guest_successes,
+        guest_poll_time_s: s(p.guest_poll_ns),
+        wakeup_latency_ms: wake,
     }
 }

@@ -86,6 +86,11 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         include_str!("../../../../scenarios/reproductions/xen-credit2/experiment.toml"),
         include_str!("../../../../scenarios/reproductions/xen-credit2/scenario.toml"),
     ),
+    (
+        "halt-poll",
+        include_str!("../../../../scenarios/reproductions/halt-poll/experiment.toml"),
+        include_str!("../../../../scenarios/reproductions/halt-poll/scenario.toml"),
+    ),
 ];
 
 #[derive(Clone, Debug, Serialize)]
