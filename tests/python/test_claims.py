@@ -6,6 +6,7 @@ synthetic rows in crates/vcpulab-core/src/repro/claims.rs and stats.rs."""
 from __future__ import annotations
 
 import json
+import re
 
 import vcpulab
 from conftest import run_cli
@@ -65,7 +66,8 @@ def test_a_failed_claim_is_a_finding_unless_strict():
 
 def test_models_md_lists_every_declared_claim():
     """docs/models.md's verdict table is generated from the claims (scripts/claims_doc.py):
-    every claim an experiment declares is in it, under its experiment."""
+    every claim an experiment declares is in it, under its experiment, with its
+    robustness share."""
     from pathlib import Path
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "models.md").read_text(encoding="utf-8")
@@ -75,5 +77,10 @@ def test_models_md_lists_every_declared_claim():
         part = section.split(f"#### `{e['id']}`\n", 1)
         assert len(part) == 2, f"{e['id']} has no table in docs/models.md"
         table = part[1].split("####", 1)[0]
+        rows = {line.split(" | ")[0]: line for line in table.splitlines() if line.startswith("| `")}
         for c in e["claims"]:
-            assert f"| `{c['id']}` |" in table, (e["id"], c["id"])
+            row = rows.get(f"| `{c['id']}`")
+            assert row is not None, (e["id"], c["id"])
+            # Its robustness share (vcpulab robustness): holds/applicable, or n/a.
+            cells = [x.strip() for x in row.strip("|").split(" | ")]
+            assert re.fullmatch(r"\d+/\d+|n/a", cells[5]), (e["id"], c["id"], cells[5])
