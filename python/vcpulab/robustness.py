@@ -70,7 +70,7 @@ def robustness(
     """Runs the robustness check of each named experiment; returns one report per
     experiment (see the module doc and ``repro::robustness::Report``), with each worst
     counterexample's scenarios written under ``out_dir`` and named by path in the report."""
-    from .sweep import run_local, run_ray
+    from .sweep import run_tasks
 
     names = list(dict.fromkeys(experiments))
     if not names:
@@ -134,13 +134,7 @@ def robustness(
         bar = tqdm(total=total, initial=total - len(todo), unit="run", dynamic_ncols=True, file=sys.stderr,
                    desc="robustness", smoothing=0.05)
     try:
-        if engine == "local":
-            stream = run_local(todo, workers or os.cpu_count() or 1)
-        elif engine == "ray":
-            stream = run_ray(todo, workers, ray_address)
-        else:
-            raise ScenarioError(f"unknown engine {engine!r}; available: local, ray")
-        for task, record in stream:
+        for task, record in run_tasks(todo, engine, workers, ray_address):
             name, run_id = task[0].split("/", 1)
             atomic_write_text(os.path.join(out_dir, name, "runs", f"{run_id}.json"), record)
             records[name][run_id] = record

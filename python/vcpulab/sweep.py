@@ -453,6 +453,17 @@ def run_ray(tasks: Iterable[Task], workers: Optional[int], address: Optional[str
             ray.shutdown()
 
 
+def run_tasks(tasks: list[Task], engine: str, workers: Optional[int],
+              ray_address: Optional[str]) -> Iterator[tuple[Task, str]]:
+    """Runs tasks on the named engine (``local`` or ``ray``); yields (task, record text) as
+    runs finish. Sweeps and robustness checks (vcpulab.robustness) both run on it."""
+    if engine == "local":
+        return run_local(tasks, workers or os.cpu_count() or 1)
+    if engine == "ray":
+        return run_ray(tasks, workers, ray_address)
+    raise ScenarioError(f"unknown engine {engine!r}; available: local, ray")
+
+
 # ---------------------------------------------------------------------------- store
 
 
@@ -631,13 +642,7 @@ def run_sweep(
     start = time.perf_counter()
     ran = 0
     try:
-        if engine == "local":
-            stream = run_local(todo, workers or os.cpu_count() or 1)
-        elif engine == "ray":
-            stream = run_ray(todo, workers, ray_address)
-        else:
-            raise ScenarioError(f"unknown engine {engine!r}; available: local, ray")
-        for task, record in stream:
+        for task, record in run_tasks(todo, engine, workers, ray_address):
             atomic_write_text(os.path.join(runs_dir, f"{task[0]}.json"), record)
             ran += 1
             if on_record is not None:

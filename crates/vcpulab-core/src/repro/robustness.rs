@@ -402,6 +402,19 @@ pub struct Outcome {
     pub detail: String,
 }
 
+impl Outcome {
+    fn not_applicable(perturbation: &str, why: String) -> Outcome {
+        Outcome {
+            perturbation: perturbation.to_string(),
+            verdict: "not applicable".into(),
+            value: None,
+            ci_low: None,
+            ci_high: None,
+            detail: why,
+        }
+    }
+}
+
 /// A runnable scenario of a counterexample: one case the claim reads, perturbed.
 #[derive(Clone, Debug, Serialize)]
 pub struct CounterexampleFile {
@@ -522,14 +535,7 @@ pub fn report(
         let na = |why: String| -> Vec<Outcome> {
             exp.claims
                 .iter()
-                .map(|_| Outcome {
-                    perturbation: p.id.clone(),
-                    verdict: "not applicable".into(),
-                    value: None,
-                    ci_low: None,
-                    ci_high: None,
-                    detail: why.clone(),
-                })
+                .map(|_| Outcome::not_applicable(&p.id, why.clone()))
                 .collect()
         };
         if let Some(why) = &p.skipped {
@@ -576,14 +582,7 @@ pub fn report(
                 .iter()
                 .map(|claim| {
                     if let Some(why) = premise_broken(exp, p, claim) {
-                        return Outcome {
-                            perturbation: p.id.clone(),
-                            verdict: "not applicable".into(),
-                            value: None,
-                            ci_low: None,
-                            ci_high: None,
-                            detail: why,
-                        };
+                        return Outcome::not_applicable(&p.id, why);
                     }
                     let r = run::judge(exp, &all, claim);
                     Outcome {
