@@ -112,8 +112,10 @@ impl<S: Scheduler> Sim<'_, S> {
         if next == prev_opt {
             if next.is_none() {
                 // The task that ran here already left (a halt descheduled it): the pCPU
-                // stays idle, and the clock and SMT model must count it so.
-                self.set_busy(cpu, false);
+                // stays idle, and the clock and SMT model must count it so, unless it
+                // polls for a halted vCPU, which burns its core like a running task.
+                let polls = self.cpu_polls(cpu);
+                self.set_busy(cpu, polls);
             }
             return;
         }

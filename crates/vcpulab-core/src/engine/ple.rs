@@ -252,6 +252,13 @@ impl<S: Scheduler> Sim<'_, S> {
         }
     }
 
+    /// Whether `cpu` polls for a halted vCPU (then it counts busy for the clock and SMT
+    /// model, as the invariant checker requires).
+    #[inline(always)]
+    pub(super) fn cpu_polls(&self, cpu: CpuId) -> bool {
+        self.st.kvm.polling && matches!(self.st.kvm.cpu_poll.get(cpu as usize), Some(Some(_)))
+    }
+
     /// A vCPU of a KVM VM (not a host thread).
     #[inline]
     fn kvm_vcpu(&self, t: TaskId) -> bool {
