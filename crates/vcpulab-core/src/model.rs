@@ -73,6 +73,8 @@ pub(crate) struct VmModel {
     pub cfq: bool,
     /// The guest's haltpoll cpuidle governor; None: it halts at once when idle.
     pub haltpoll: Option<crate::kvm::GuestHaltPoll>,
+    /// The idle loop spins (`idle = "poll"`): the vCPU never halts.
+    pub idle_poll: bool,
     pub workloads: Vec<WorkloadModel>,
 }
 
@@ -284,6 +286,7 @@ fn compile_vm(vm: &VmSpec, base_ghz: f64) -> VmModel {
         start_jitter: vm.start_jitter,
         cfq: vm.elevator_cfq,
         haltpoll: vm.haltpoll.clone(),
+        idle_poll: vm.idle_poll,
         workloads,
     }
 }

@@ -192,6 +192,9 @@ pub struct VmSpec {
     /// The guest's haltpoll cpuidle governor (`[vm.haltpoll]`); None: the guest halts at
     /// once when idle.
     pub haltpoll: Option<crate::kvm::GuestHaltPoll>,
+    /// The guest's idle loop spins instead of halting (`idle = "poll"`: Linux's
+    /// `idle=poll`, or a DPDK poll-mode driver that never sleeps): the vCPU never blocks.
+    pub idle_poll: bool,
     pub workloads: Vec<WorkloadSpec>,
     /// Lock names used by this VM's workloads, in first-use order (index = lock id).
     pub locks: Vec<String>,
@@ -800,6 +803,22 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
             )
         }
     };
+    let idle_poll = match t.opt_str("idle")? {
+        None | Some("halt") => false,
+        Some("poll") => true,
+        Some(other) => {
+            return t.err(
+                "idle",
+                format!("unknown idle behaviour {other:?}; allowed: \"halt\" (an idle vCPU halts and leaves its pCPU), \"poll\" (it spins in the guest and stays runnable, as Linux's idle=poll or a DPDK poll-mode driver)"),
+            )
+        }
+    };
+    if idle_poll && t.has("haltpoll") {
+        return t.err(
+            "haltpoll",
+            "has no effect with idle = \"poll\": the idle loop spins and never enters cpuidle; remove one of them",
+        );
+    }
     let class = match t.opt_str("class")? {
         None => None,
         Some("lsvm") => Some(VmClass::Lsvm),
@@ -887,6 +906,7 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
         "class",
         "reserved_vcpus",
         "haltpoll",
+        "idle",
         "workload",
     ])?;
     Ok(VmSpec {
@@ -904,6 +924,7 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
         start_jitter,
         elevator_cfq,
         haltpoll,
+        idle_poll,
         workloads,
         locks,
     })

@@ -34,6 +34,7 @@ impl<'m, S: Scheduler> Sim<'m, S> {
         let (mut vm_lock_base, mut vm_task_base, mut vm_vcpus, mut vm_timeslice) =
             (vec![], vec![], vec![], vec![]);
         let mut vm_workload_base = vec![];
+        let mut vm_idle_poll = vec![];
         let mut default_affinity: Vec<bool> = Vec::new();
         for (vi, vm) in model.vms.iter().enumerate() {
             vm_workload_base.push(workloads.len() as u32);
@@ -41,6 +42,7 @@ impl<'m, S: Scheduler> Sim<'m, S> {
             vm_lock_base.push(locks.len() as u32);
             vm_vcpus.push(vm.vcpus);
             vm_timeslice.push(vm.guest_timeslice);
+            vm_idle_poll.push(vm.idle_poll);
             locks.extend(vm.lock_kinds.iter().map(|&kind| Lock {
                 holder: NONE,
                 kind,
@@ -249,6 +251,7 @@ impl<'m, S: Scheduler> Sim<'m, S> {
             vm_task_base,
             vm_vcpus,
             vm_timeslice,
+            vm_idle_poll,
             vm_pv_spin_ns: model.vms.iter().map(|v| v.pv_spin_ns).collect(),
             workload_threads: model
                 .vms
@@ -300,7 +303,8 @@ impl<S: Scheduler> Sim<'_, S> {
             let mut rng = Rng::derive(self.st.seed, &["vm", &vm.name, "start"]);
             for i in 0..vm.vcpus {
                 let t = self.st.vm_task_base[vi] + i;
-                if self.st.tasks[t as usize].local.is_empty() {
+                // A vCPU with no thread halts from boot, unless its idle loop spins.
+                if self.st.tasks[t as usize].local.is_empty() && !vm.idle_poll {
                     continue;
                 }
                 if vm.start_jitter.ns() == 0 {

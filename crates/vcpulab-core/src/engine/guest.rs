@@ -156,7 +156,9 @@ impl<S: Scheduler> Sim<'_, S> {
                         task.in_mm = true;
                     }
                     None => {
-                        if !self.guest_idle_polls(t) {
+                        if self.st.vm_idle_poll[task.vm as usize] {
+                            self.idle_poll(t);
+                        } else if !self.guest_idle_polls(t) {
                             self.halt(t);
                         }
                         return;
@@ -173,6 +175,25 @@ impl<S: Scheduler> Sim<'_, S> {
             }
         }
         self.update_guest_deadline(t);
+    }
+
+    /// `idle = "poll"`: the executing vCPU `t` has nothing to run and its idle loop spins
+    /// without halting, so it stays on its pCPU with no guest deadline: a thread made
+    /// ready runs at once (`make_thread_ready`), and only the host takes the pCPU away.
+    fn idle_poll(&mut self, t: TaskId) {
+        let now = self.st.now;
+        let task = &mut self.st.tasks[t as usize];
+        task.end_spin(now);
+        let cpu = task.last_cpu;
+        self.st.cpus[cpu as usize].guest_at = None;
+        self.rearm(cpu);
+    }
+
+    /// Whether `t` is executing its idle loop (`idle = "poll"`), so a thread made ready
+    /// runs at once.
+    fn idle_polling(&self, t: TaskId) -> bool {
+        let task = &self.st.tasks[t as usize];
+        task.cur == NONE && task.executing && self.st.vm_idle_poll[task.vm as usize]
     }
 
     /// Sets the pCPU's guest deadline for the task's current thread.
@@ -514,7 +535,9 @@ impl<S: Scheduler> Sim<'_, S> {
             return;
         }
         self.st.tasks[t as usize].local.push_back(id);
-        if self.guest_poll_woken(t) {
+        if self.guest_poll_woken(t) || self.idle_polling(t) {
+            // The poll's time is not the thread's progress.
+            self.settle(t);
             self.run_guest(t);
             return;
         }
@@ -532,8 +555,9 @@ impl<S: Scheduler> Sim<'_, S> {
 
     /// An RT-priority guest thread preempts the vCPU's normal threads at once.
     fn make_rt_thread_ready(&mut self, id: ThreadId, t: TaskId) {
-        if self.guest_poll_woken(t) {
+        if self.guest_poll_woken(t) || self.idle_polling(t) {
             self.st.tasks[t as usize].local.push_front(id);
+            self.settle(t);
             self.run_guest(t);
             return;
         }

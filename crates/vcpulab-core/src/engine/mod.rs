@@ -469,6 +469,8 @@ struct State {
     vm_task_base: Vec<u32>,
     vm_vcpus: Vec<u32>,
     vm_timeslice: Vec<SimDuration>,
+    /// Per VM: its idle loop spins (`idle = "poll"`) instead of halting.
+    vm_idle_poll: Vec<bool>,
     /// Per VM: base-clock ns a kernel spinlock waiter spins before pv_wait (paravirtual
     /// spinlocks), or infinity.
     vm_pv_spin_ns: Vec<f64>,

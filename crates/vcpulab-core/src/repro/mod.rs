@@ -87,6 +87,16 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         include_str!("../../../../scenarios/reproductions/xen-credit2/scenario.toml"),
     ),
     (
+        "xen-rtds-ft",
+        include_str!("../../../../scenarios/reproductions/xen-rtds-ft/experiment.toml"),
+        include_str!("../../../../scenarios/reproductions/software-ft/scenario.toml"),
+    ),
+    (
+        "xen-pvcc",
+        include_str!("../../../../scenarios/reproductions/xen-pvcc/experiment.toml"),
+        include_str!("../../../../scenarios/reproductions/xen-pvcc/scenario.toml"),
+    ),
+    (
         "halt-poll",
         include_str!("../../../../scenarios/reproductions/halt-poll/experiment.toml"),
         include_str!("../../../../scenarios/reproductions/halt-poll/scenario.toml"),

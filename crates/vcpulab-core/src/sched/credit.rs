@@ -88,6 +88,13 @@
 //! - `ratelimit_us` (integer, us, default 1000): minimum run before a still-runnable vCPU
 //!   is descheduled (`sched_ratelimit_us`); 0 turns it off, else 100..500000 and at most
 //!   the slice.
+//! - `tslice_us` (integer, us, default 0 = off, 1..1000000; not with `tslice_ms`): PvCC's
+//!   patch (Tsujimoto et al., Middleware'24; `build-xen/pvcc/pvcc.patch` of the artifact
+//!   github.com/sslab-keio/PvCC, on Xen 4.12.1): the slice is given in microseconds
+//!   (`sched_credit_tslice_us`), credits are one per microsecond
+//!   (`CSCHED_CREDITS_PER_USEC` 1, so a slice is worth `tslice_us` credits), ticks per
+//!   slice stay 3 unless the slice is under 3 us, and the rate limit's minimum drops to
+//!   1 us (`XEN_SYSCTL_SCHED_RATELIMIT_MIN` 1). Everything else is Credit as below.
 //! - Per VM: `weight` (1..65535, default 256) and `cap` (percent of one pCPU, default 0).
 //!
 //! ## Sources
@@ -160,7 +167,13 @@ pub const PARAMS: &[ParamInfo] = &[
         name: "ratelimit_us",
         kind: ParamKind::Int,
         default: "1000",
-        help: "a still-runnable vCPU keeps its pCPU at least this long, in us (0 = off, else 100-500000, at most the slice)",
+        help: "a still-runnable vCPU keeps its pCPU at least this long, in us (0 = off, else 100-500000, at most the slice; 1-500000 with tslice_us)",
+    },
+    ParamInfo {
+        name: "tslice_us",
+        kind: ParamKind::Int,
+        default: "0",
+        help: "PvCC's microsecond time slice (Middleware'24 artifact's patch to Xen 4.12.1), 1-1000000 us, in place of tslice_ms: credits are counted per us; 0 = off",
     },
 ];
 
@@ -170,6 +183,8 @@ pub const CREDITS_PER_MSEC: i64 = 10;
 pub const TIME_PER_CREDIT: SimDuration = SimDuration::from_ns(NS_PER_MS / CREDITS_PER_MSEC as u64);
 /// Ticks per slice (`CSCHED_TICKS_PER_TSLICE`); one for slices under 3 ms.
 const TICKS_PER_TSLICE: u64 = 3;
+/// PvCC's patch counts one credit per microsecond (`CSCHED_CREDITS_PER_USEC`).
+const PVCC_TIME_PER_CREDIT: SimDuration = SimDuration::from_us(1);
 
 /// Priorities, upstream's numbers: higher runs first.
 pub const PRI_BOOST: i8 = 0;
@@ -179,40 +194,59 @@ pub const PRI_IDLE: i8 = -64;
 
 /// The tick of a `[scheduler]` table's parameters, in ns (for run-length estimates).
 pub fn tick_ns(params: &toml::Table) -> u64 {
-    let tslice_ms = params
-        .get("tslice_ms")
-        .and_then(|v| v.as_integer())
-        .unwrap_or(30)
-        .clamp(1, 1000) as u64;
-    tick_of(tslice_ms).ns()
+    let int = |k: &str| params.get(k).and_then(|v| v.as_integer());
+    match int("tslice_us").filter(|&us| us > 0) {
+        Some(us) => tick_of(us.clamp(1, 1_000_000) as u64, SimDuration::from_us(1)).ns(),
+        None => {
+            let ms = int("tslice_ms").unwrap_or(30).clamp(1, 1000) as u64;
+            tick_of(ms, SimDuration::from_ms(1)).ns()
+        }
+    }
 }
 
-/// The tick for a slice of `tslice_ms`: a third of it, or all of it below 3 ms.
-fn tick_of(tslice_ms: u64) -> SimDuration {
-    let ticks = if tslice_ms < TICKS_PER_TSLICE {
+/// The tick for a slice of `slice` units: a third of it, or all of it when `slice` is
+/// under 3 (Xen compares the slice in ms, PvCC's patch in us).
+fn tick_of(slice: u64, unit: SimDuration) -> SimDuration {
+    let ticks = if slice < TICKS_PER_TSLICE {
         1
     } else {
         TICKS_PER_TSLICE
     };
-    SimDuration::from_ms(tslice_ms) / ticks
+    unit.saturating_mul(slice) / ticks
 }
 
-/// Checks the parameters beyond their types (Xen's sysctl limits).
+/// Checks the parameters beyond their types (Xen's sysctl limits; PvCC's with
+/// `tslice_us`, where the rate limit's minimum is 1 us).
 pub fn check_params(t: &Table) -> Res<()> {
-    let tslice = match t.get("tslice_ms") {
-        Some(o) => o.u64_in(1, 1000)?,
-        None => 30,
+    let tslice_us = match t.get("tslice_us") {
+        Some(o) => {
+            let us = o.u64_in(0, 1_000_000)?;
+            if us > 0 && t.has("tslice_ms") {
+                return o.err("tslice_ms and tslice_us both give the time slice; set only one");
+            }
+            us
+        }
+        None => 0,
+    };
+    let (tslice, min_rate, slice_text) = if tslice_us > 0 {
+        (tslice_us, 1, format!("tslice_us = {tslice_us}"))
+    } else {
+        let ms = match t.get("tslice_ms") {
+            Some(o) => o.u64_in(1, 1000)?,
+            None => 30,
+        };
+        (ms * 1000, 100, format!("tslice_ms = {ms}"))
     };
     if let Some(o) = t.get("ratelimit_us") {
         let r = o.u64_in(0, 500_000)?;
-        if r != 0 && r < 100 {
+        if r != 0 && r < min_rate {
             return o.err(format!(
-                "{r} is below Xen's minimum of 100 us; use 0 to turn rate limiting off"
+                "{r} is below Xen's minimum of 100 us; use 0 to turn rate limiting off (PvCC's tslice_us allows down to 1 us)"
             ));
         }
-        if r > tslice * 1000 {
+        if r > tslice {
             return o.err(format!(
-                "{r} us is longer than the time slice (tslice_ms = {tslice})"
+                "{r} us is longer than the time slice ({slice_text})"
             ));
         }
     }
@@ -276,6 +310,8 @@ pub struct Credit<P: CreditPolicy = Plain> {
     // global
     tslice: SimDuration,
     tick: SimDuration,
+    /// The pCPU time one credit pays for: `TIME_PER_CREDIT`, or 1 us with `tslice_us`.
+    time_per_credit: SimDuration,
     ratelimit: SimDuration,
     credits_per_tslice: i64,
     /// The period's credit: slice credits x pCPUs (`prv->credit`).
@@ -348,7 +384,20 @@ impl Credit<Plain> {
 
 impl<P: CreditPolicy> Credit<P> {
     pub fn with_policy(p: &Params, policy: P) -> Credit<P> {
-        let tslice_ms = p.int("tslice_ms").clamp(1, 1000) as u64;
+        // PvCC's patch: the slice in us and one credit per us; else Xen's ms and 100 us.
+        let (slice, unit, time_per_credit) = match p.given_int("tslice_us").filter(|&us| us > 0) {
+            Some(us) => (
+                us.clamp(1, 1_000_000) as u64,
+                SimDuration::from_us(1),
+                PVCC_TIME_PER_CREDIT,
+            ),
+            None => (
+                p.int("tslice_ms").clamp(1, 1000) as u64,
+                SimDuration::from_ms(1),
+                TIME_PER_CREDIT,
+            ),
+        };
+        let tslice = unit.saturating_mul(slice);
         Credit {
             policy,
             pool: vec![],
@@ -357,10 +406,11 @@ impl<P: CreditPolicy> Credit<P> {
             maybe_queued: CpuSet::empty(1),
             slice_of: vec![],
             ratelimit_of: vec![],
-            tslice: SimDuration::from_ms(tslice_ms),
-            tick: tick_of(tslice_ms),
+            tslice,
+            tick: tick_of(slice, unit),
+            time_per_credit,
             ratelimit: SimDuration::from_us(p.int("ratelimit_us").max(0) as u64),
-            credits_per_tslice: CREDITS_PER_MSEC * tslice_ms as i64,
+            credits_per_tslice: (tslice / time_per_credit) as i64,
             credit: 0,
             credit_balance: 0,
             runq_sort: 0,

@@ -295,6 +295,11 @@ impl<'a> Params<'a> {
         v.as_integer()
             .unwrap_or_else(|| v.as_float().unwrap() as i64)
     }
+    /// An integer the scenario gives, for a parameter that only some of the schedulers
+    /// sharing a constructor declare (Credit's `tslice_us` is not its variants').
+    pub fn given_int(&self, name: &str) -> Option<i64> {
+        self.table.get(name).and_then(toml::Value::as_integer)
+    }
     pub fn float(&self, name: &str) -> f64 {
         let v = self.raw(name);
         v.as_float()

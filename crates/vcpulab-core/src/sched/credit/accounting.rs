@@ -85,16 +85,22 @@ pub(super) fn acct_shares(
 
 impl<P: CreditPolicy> Credit<P> {
     pub(super) fn tick_credits(&self) -> i64 {
-        (self.tick / TIME_PER_CREDIT) as i64
+        (self.tick / self.time_per_credit) as i64
     }
 
     /// `burn_credits`: the running vCPU pays for the time since it last paid.
     pub(super) fn burn(&mut self, t: TaskId, now: SimTime) {
         let ti = t as usize;
         let ran = now.since(self.paid_to[ti]).plus(self.residual[ti]);
-        let credits = (ran / TIME_PER_CREDIT) as i64;
+        // Xen's constant divisor on the common path (PvCC's 1 us credit is the other).
+        let (credits, residual) = if self.time_per_credit == TIME_PER_CREDIT {
+            (ran / TIME_PER_CREDIT, ran % TIME_PER_CREDIT)
+        } else {
+            (ran / self.time_per_credit, ran % self.time_per_credit)
+        };
+        let credits = credits as i64;
         self.credit_of[ti] -= credits;
-        self.residual[ti] = ran % TIME_PER_CREDIT;
+        self.residual[ti] = residual;
         self.paid_to[ti] = now;
         P::charged(self, t, credits);
     }

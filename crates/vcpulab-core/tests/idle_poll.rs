@@ -1,0 +1,150 @@
+//! A guest whose idle loop spins (`[[vm]] idle = "poll"`: Linux's `idle=poll`, or a DPDK
+//! poll-mode driver) and Credit with PvCC's microsecond slice (`tslice_us`), on
+//! hand-built hosts of one pCPU where the answer follows from the rules.
+
+mod common;
+use common::{counter, run_checked, scenario_err};
+
+/// One pCPU under `scheduler` (its table's other lines in `sched`): VM `svc` (1 vCPU,
+/// idle behaviour `idle`) serves periodic requests every 1 ms, each taking `service`;
+/// `hogs` single-vCPU stress-ng VMs beside it.
+fn serving(scheduler: &str, sched: &str, idle: &str, service: &str, hogs: u32) -> String {
+    let mut t = format!(
+        r#"duration = "1s"
+warmup = "100ms"
+seed = 1
+[host]
+cores_per_socket = 1
+[scheduler]
+name = "{scheduler}"
+{sched}
+[[vm]]
+name = "svc"
+vcpus = 1
+idle = "{idle}"
+[[vm.workload]]
+kind = "program"
+arrivals = {{ process = "periodic", interval = "1ms" }}
+ops = [ {{ op = "serve", service = "{service}" }} ]
+"#
+    );
+    for i in 0..hogs {
+        t += &format!(
+            "[[vm]]\nname = \"hog{i}\"\nvcpus = 1\n[[vm.workload]]\nkind = \"stress-ng\"\n"
+        );
+    }
+    t
+}
+
+/// A polling VM alone never halts and spins for the whole run; a halting one runs only
+/// its requests (900 of 10 us in the measured 0.9 s).
+#[test]
+fn an_idle_poll_vcpu_never_halts_and_burns_its_pcpu() {
+    let poll = run_checked(&serving("rr", "", "poll", "10us", 0));
+    let v = &poll.vms[0].vcpus[0];
+    assert_eq!(v.halts, 0);
+    assert!((v.cpu_time_s - 0.9).abs() < 1e-6, "{}", v.cpu_time_s);
+    let halt = run_checked(&serving("rr", "", "halt", "10us", 0));
+    let h = &halt.vms[0].vcpus[0];
+    assert!(h.halts >= 899, "{}", h.halts);
+    assert!((h.cpu_time_s - 0.009).abs() < 1e-4, "{}", h.cpu_time_s);
+    // Served at once either way: the vCPU is on its own pCPU.
+    for s in [&poll, &halt] {
+        let l = s.vms[0].latency_ms.as_ref().unwrap();
+        assert!((l.max - 0.010).abs() < 1e-6, "{}", l.max);
+    }
+}
+
+/// Beside three hogs under Credit, a polling VM is always runnable and gets its fair
+/// quarter of the pCPU, so a request waits for its turn (after the hogs' 1 ms slices); a
+/// halting one wakes boosted and preempts the running hog once the rate limit (1 ms)
+/// lets it, so it waits at most that.
+#[test]
+fn a_polling_vm_waits_for_its_turn_and_takes_its_share() {
+    let sched = "tslice_ms = 1\nratelimit_us = 1000";
+    let poll = run_checked(&serving("credit", sched, "poll", "10us", 3));
+    let svc = &poll.vms[0];
+    assert_eq!(svc.vcpus[0].halts, 0);
+    assert!((svc.cpu_share - 0.25).abs() < 0.02, "{}", svc.cpu_share);
+    let l = svc.latency_ms.as_ref().unwrap();
+    // Its turn comes after the hogs' slices: at least one, a few at most (Credit's
+    // priorities may let a hog run twice before it).
+    assert!(l.max > 1.0 && l.max < 5.0, "{}", l.max);
+    let halt = run_checked(&serving("credit", sched, "halt", "10us", 3));
+    let h = halt.vms[0].latency_ms.as_ref().unwrap();
+    // Plus the host's switch costs (a few us).
+    assert!(h.max <= 1.0 + 0.010 + 0.005, "{}", h.max);
+    assert!(l.max > h.max + 0.5, "{} vs {}", l.max, h.max);
+}
+
+/// A request's service is its full compute, not shortened by the poll before it: with
+/// 150 us of service and Credit's 100 us slices, every request is preempted while served,
+/// and waits at least one round of the three hogs' slices (300 us) on top of its service.
+#[test]
+fn the_poll_before_a_request_is_not_the_requests_progress() {
+    let sched = "tslice_us = 100\nratelimit_us = 100";
+    let s = run_checked(&serving("credit", sched, "poll", "150us", 3));
+    let l = s.vms[0].latency_ms.as_ref().unwrap();
+    assert!(l.count >= 899, "{}", l.count);
+    assert!(l.p50 >= 0.15 + 0.3 - 1e-6, "{}", l.p50);
+}
+
+/// PvCC's microsecond slice: four always-runnable VMs on one pCPU see a slice end every
+/// 100 us (ten times as often as with Xen's smallest slice, 1 ms), and each still gets a
+/// quarter.
+#[test]
+fn pvcc_tslice_us_ends_a_slice_every_100us_at_the_same_shares() {
+    let run = |sched: &str| run_checked(&serving("credit", sched, "poll", "10us", 3));
+    let us = run("tslice_us = 100\nratelimit_us = 100");
+    let ms = run("tslice_ms = 1\nratelimit_us = 1000");
+    // 0.9 s measured: 9000 slices of 100 us, 900 of 1 ms.
+    let (s_us, s_ms) = (counter(&us, "slice_end"), counter(&ms, "slice_end"));
+    assert!(s_us.abs_diff(9000) <= 10, "{s_us}");
+    assert!(s_ms.abs_diff(900) <= 10, "{s_ms}");
+    for vm in &us.vms {
+        assert!(
+            (vm.cpu_share - 0.25).abs() < 0.02,
+            "{}: {}",
+            vm.name,
+            vm.cpu_share
+        );
+    }
+}
+
+#[test]
+fn idle_and_tslice_us_are_validated() {
+    let base = serving("credit", "", "poll", "10us", 0);
+    let e = scenario_err(&base.replace("idle = \"poll\"", "idle = \"spin\""));
+    assert!(
+        e.contains("idle") && e.contains("\"halt\"") && e.contains("\"poll\""),
+        "{e}"
+    );
+    let governed = base.replace("idle = \"poll\"", "idle = \"poll\"\n[vm.haltpoll]");
+    assert!(scenario_err(&governed).contains("has no effect with idle = \"poll\""));
+    let both = serving(
+        "credit",
+        "tslice_ms = 1\ntslice_us = 100",
+        "poll",
+        "10us",
+        0,
+    );
+    assert!(scenario_err(&both).contains("set only one"));
+    let slow = serving(
+        "credit",
+        "tslice_us = 100\nratelimit_us = 200",
+        "poll",
+        "10us",
+        0,
+    );
+    assert!(scenario_err(&slow).contains("longer than the time slice (tslice_us = 100)"));
+    // PvCC lowers the rate limit's minimum to 1 us; Xen's stays 100 us.
+    run_checked(&serving(
+        "credit",
+        "tslice_us = 100\nratelimit_us = 50",
+        "poll",
+        "10us",
+        0,
+    ));
+    let xen = serving("credit", "ratelimit_us = 50", "poll", "10us", 0);
+    assert!(scenario_err(&xen).contains("below Xen's minimum of 100 us"));
+}
