@@ -148,3 +148,25 @@ fn idle_and_tslice_us_are_validated() {
     let xen = serving("credit", "ratelimit_us = 50", "poll", "10us", 0);
     assert!(scenario_err(&xen).contains("below Xen's minimum of 100 us"));
 }
+
+/// A host thread that names a polling VM (an iothread of it) still blocks when it has
+/// nothing to do: only the VM's vCPUs spin.
+#[test]
+fn a_host_thread_of_a_polling_vm_still_blocks() {
+    let s = run_checked(
+        "duration = \"1s\"\n[host]\ncores_per_socket = 2\n[scheduler]\nname = \"cfs\"\n\
+         [[vm]]\nname = \"g\"\nvcpus = 1\nidle = \"poll\"\n\
+         [[host_thread]]\nname = \"iothread\"\nvm = \"g\"\nworkload = { kind = \"program\", ops = [ { op = \"compute\", duration = \"1ms\" }, { op = \"sleep\", duration = \"4ms\" } ] }\n\
+         [[host_thread]]\nname = \"housekeeping\"\nworkload = { kind = \"program\", ops = [ { op = \"compute\", duration = \"2ms\" }, { op = \"sleep\", duration = \"8ms\" } ] }\n",
+    );
+    // The vCPU spins all the time it is on a pCPU (CFS may put a host thread beside it).
+    assert!(s.vms[0].cpu_time_s > 0.95, "{}", s.vms[0].cpu_time_s);
+    for (h, share) in s.host_threads.iter().zip([0.2, 0.2]) {
+        assert!(
+            (h.cpu_time_s - share).abs() < 0.01,
+            "{}: {}",
+            h.name,
+            h.cpu_time_s
+        );
+    }
+}

@@ -156,7 +156,7 @@ impl<S: Scheduler> Sim<'_, S> {
                         task.in_mm = true;
                     }
                     None => {
-                        if self.st.vm_idle_poll[task.vm as usize] {
+                        if self.idle_loop_spins(t) {
                             self.idle_poll(t);
                         } else if !self.guest_idle_polls(t) {
                             self.halt(t);
@@ -189,11 +189,17 @@ impl<S: Scheduler> Sim<'_, S> {
         self.rearm(cpu);
     }
 
+    /// Whether `t` is a vCPU of a VM whose idle loop spins (`idle = "poll"`); host
+    /// threads, which name a VM too, always block.
+    fn idle_loop_spins(&self, t: TaskId) -> bool {
+        t < self.st.n_vcpu_tasks && self.st.vm_idle_poll[self.st.tasks[t as usize].vm as usize]
+    }
+
     /// Whether `t` is executing its idle loop (`idle = "poll"`), so a thread made ready
     /// runs at once.
     fn idle_polling(&self, t: TaskId) -> bool {
         let task = &self.st.tasks[t as usize];
-        task.cur == NONE && task.executing && self.st.vm_idle_poll[task.vm as usize]
+        task.cur == NONE && task.executing && self.idle_loop_spins(t)
     }
 
     /// Sets the pCPU's guest deadline for the task's current thread.
