@@ -34,7 +34,7 @@
 //!   - `buddy_rule` selects "6.14" (default: 6.14's buddy, 6.6's yield), "6.6" (no buddy,
 //!     6.6's yield) or "6.19" (6.14's buddy, 6.19's forfeit). The key keeps its name
 //!     although the rule now covers the yield too.
-//!   `yield_to` as in core.c (see `cfs`).
+//! - `yield_to` as in core.c (see `cfs`).
 //! - Wake-up placement, load balancing and group scheduling as in `cfs`.
 //!
 //! ## Parameters

@@ -163,6 +163,14 @@ fn running_queue(policy: Eevdf, pos: &[(i64, i64)]) -> Fair<Eevdf> {
     f
 }
 
+/// The 6.19 yield's branch counts: (forfeited, left unchanged as ineligible).
+fn yields(f: &Fair<Eevdf>) -> (u64, u64) {
+    (
+        f.policy.yields.forfeit,
+        f.policy.yields.ineligible_unchanged,
+    )
+}
+
 /// The yielder's vslice: the base slice in its own vruntime.
 fn vslice(f: &Fair<Eevdf>, e: usize) -> i64 {
     Fair::<Eevdf>::calc_delta_fair(f.policy.base_slice, f.ents[e].weight)
@@ -174,7 +182,11 @@ fn vslice(f: &Fair<Eevdf>, e: usize) -> i64 {
 #[test]
 fn eevdf_6_19_yield_forfeits_the_vruntime_of_an_eligible_yielder_only() {
     // V = (1 ms + 2 ms + 3 ms) / 3 = 2 ms: task 0 at 1 ms is eligible.
-    let eligible = [(1_000_000, 1_400_000), (2_000_000, 2_750_000), (3_000_000, 3_750_000)];
+    let eligible = [
+        (1_000_000, 1_400_000),
+        (2_000_000, 2_750_000),
+        (3_000_000, 3_750_000),
+    ];
     let mut old = running_queue(eevdf(true), &eligible);
     let slice = vslice(&old, 0);
     Eevdf::yield_task(&mut old, 0, 0);
@@ -188,10 +200,14 @@ fn eevdf_6_19_yield_forfeits_the_vruntime_of_an_eligible_yielder_only() {
         (new.ents[0].vruntime, new.ents[0].deadline),
         (1_400_000, 1_400_000 + slice)
     );
-    assert_eq!((new.policy.yields.forfeit, new.policy.yields.ineligible_unchanged), (1, 0));
+    assert_eq!(yields(&new), (1, 0));
 
     // V = (3 ms + 1 ms + 2 ms) / 3 = 2 ms: task 0 at 3 ms is not eligible.
-    let ineligible = [(3_000_000, 3_400_000), (1_000_000, 1_750_000), (2_000_000, 2_750_000)];
+    let ineligible = [
+        (3_000_000, 3_400_000),
+        (1_000_000, 1_750_000),
+        (2_000_000, 2_750_000),
+    ];
     let mut old = running_queue(eevdf(true), &ineligible);
     Eevdf::yield_task(&mut old, 0, 0);
     assert_eq!(
@@ -204,7 +220,7 @@ fn eevdf_6_19_yield_forfeits_the_vruntime_of_an_eligible_yielder_only() {
         (new.ents[0].vruntime, new.ents[0].deadline),
         (3_000_000, 3_400_000)
     );
-    assert_eq!((new.policy.yields.forfeit, new.policy.yields.ineligible_unchanged), (0, 1));
+    assert_eq!(yields(&new), (0, 1));
 }
 
 /// The loop the commit fixes: a task that yields again each time it is picked, while it
@@ -232,8 +248,11 @@ fn eevdf_yield_loop_keeps_the_yielder_under_6_14_and_lets_the_other_run_under_6_
     for _ in 0..6 {
         Eevdf::yield_task(&mut f, 0, 0);
     }
-    assert_eq!((f.ents[0].vruntime, f.ents[0].deadline), (2_250_000, 3_000_000));
-    assert_eq!((f.policy.yields.forfeit, f.policy.yields.ineligible_unchanged), (3, 3));
+    assert_eq!(
+        (f.ents[0].vruntime, f.ents[0].deadline),
+        (2_250_000, 3_000_000)
+    );
+    assert_eq!(yields(&f), (3, 3));
 }
 
 /// A task's first wake-up is `wake_up_new_task`: CFS places it one vslice after
