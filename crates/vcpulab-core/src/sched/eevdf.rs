@@ -279,7 +279,10 @@ impl FairPolicy for Eevdf {
     fn policy_counters(&self, out: &mut Vec<(&'static str, u64)>) {
         if self.forfeit_on_yield {
             out.push(("yield_forfeit", self.yields.forfeit));
-            out.push(("yield_ineligible_unchanged", self.yields.ineligible_unchanged));
+            out.push((
+                "yield_ineligible_unchanged",
+                self.yields.ineligible_unchanged,
+            ));
         }
     }
 }
