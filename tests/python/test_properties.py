@@ -76,7 +76,7 @@ _PARAM_RANGES = {
     "hyperv-core": _HYPERV_TYPE1,
     "cfs": {"tick": _dur_us(500, 4000), "group_per_vm": st.booleans(), "wakeup_preemption": st.booleans()},
     "eevdf": {"base_slice": _dur_us(100, 3000), "group_per_vm": st.booleans(),
-              "buddy_rule": st.sampled_from(["6.14", "6.6"])},
+              "buddy_rule": st.sampled_from(["6.14", "6.6", "6.19"])},
     "credit": {"tslice_ms": st.integers(3, 60), "ratelimit_us": st.sampled_from([0, 100, 1000])},
     # FLMS: the rate limit may not exceed the short slice (1000 us at most here).
     "flms": {"tslice_ms": st.integers(3, 60), "ratelimit_us": st.sampled_from([0, 100]),
@@ -104,7 +104,7 @@ _schedulers = st.one_of([
 _RESERVING = {s["name"] for s in _REGISTERED if s["properties"]["pools"] == "reserved"}
 _kvm = st.one_of(
     st.none(),
-    st.fixed_dictionaries({
+    st.tuples(st.fixed_dictionaries({
         "vendor": st.sampled_from(["intel", "amd"]),
         "version": st.sampled_from(["4.15", "6.6"]),
         "ple_window_grow": st.sampled_from([1, 2]),
@@ -113,7 +113,9 @@ _kvm = st.one_of(
             "boost_ignores_vcpu_fairness": st.booleans(),
             "migrate_boosted_to_spinner": st.booleans(),
         }),
-    }),
+    }), st.booleans()).map(
+        # The 2024 last_boosted_vcpu bug exists only in the single-loop (5.3+ rules) handler.
+        lambda kb: {**kb[0], **({"last_boosted_rule": "2024-bug"} if kb[1] and kb[0]["version"] != "4.15" else {})}),
 )
 
 

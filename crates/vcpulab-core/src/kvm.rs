@@ -20,6 +20,22 @@
 //! examined). `yield_to` > 0 records the vCPU as last boosted and stops; < 0 (-ESRCH)
 //! uses one of 3 tries; 0 goes on.
 //!
+//! ## `last_boosted_vcpu` and the 2024 bug (`last_boosted_rule`)
+//! Before 6.13 the handler made two passes over `kvm_for_each_vcpu(i, ...)`, `i` the vCPU
+//! index, and stored that index. Commit 7e513617da71 ("KVM: Rework core loop of
+//! kvm_vcpu_on_spin() to use a single for-loop", Sean Christopherson, applied to kvm-x86
+//! `generic` on 2024-10-31, so in v6.13) made it one loop: `start = last_boosted_vcpu + 1;
+//! for (i = 0; i < nr_vcpus; i++) { idx = (start + i) % nr_vcpus; ... }`, visiting the same
+//! ring, but on a successful yield it stored `i`, the loop offset from `start`, instead of
+//! `idx`, the boosted vCPU's index. So the next handler started after vCPU number
+//! (offset of the last boost) rather than after the last boosted vCPU: e.g. with 4 vCPUs
+//! and last = 0, a boost of vCPU 3 (offset 2) stored 2, and the next walk began at vCPU 3
+//! again instead of vCPU 0. The fix 32bd348be3fa ("KVM: Fix last_boosted_vcpu index
+//! assignment bug", Wanpeng Li, committed 2025-11-25, Cc: stable) stores `idx` again.
+//! `last_boosted_rule = "fixed"` (default: the pre-6.13 and the fixed behaviour, which is
+//! what vcpulab always modelled) or `"2024-bug"` (6.13 up to the fix); the bug needs the
+//! single-loop handler, so it is refused with `version = "4.15"`.
+//!
 //! ## The papers' fixes (seed 000, 004), all off by default (upstream behaviour)
 //! See `KvmFeatures`.
 //!
@@ -93,6 +109,27 @@ pub enum KvmVersion {
     V5_3,
 }
 
+/// What `kvm_vcpu_on_spin` stores as `last_boosted_vcpu` after a successful yield (see
+/// the module notes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LastBoostedRule {
+    /// The boosted vCPU's index (before 6.13, and since 32bd348be3fa).
+    #[default]
+    Fixed,
+    /// The loop offset from the walk's start (7e513617da71, 6.13 until the fix).
+    Bug2024,
+}
+
+impl LastBoostedRule {
+    /// The value stored after boosting vCPU `idx`, found `offset` steps into the walk.
+    pub fn stored(self, idx: u32, offset: u32) -> u32 {
+        match self {
+            LastBoostedRule::Fixed => idx,
+            LastBoostedRule::Bug2024 => offset,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct KvmSpec {
     pub vendor: Vendor,
@@ -105,6 +142,7 @@ pub struct KvmSpec {
     /// CPU time a PLE exit costs (VM exit, handler, VM entry).
     pub ple_exit_cost: SimDuration,
     pub features: KvmFeatures,
+    pub last_boosted: LastBoostedRule,
     pub halt_poll: HaltPoll,
 }
 
@@ -273,6 +311,7 @@ impl Default for KvmSpec {
             // handler walk and yield_to add a few hundred ns: 1 us in all.
             ple_exit_cost: SimDuration::from_us(1),
             features: KvmFeatures::default(),
+            last_boosted: LastBoostedRule::Fixed,
             halt_poll: HaltPoll::default(),
         }
     }
@@ -289,6 +328,7 @@ pub const KVM_KEYS: &[&str] = &[
     "ple_window_max",
     "ple_exit_cost",
     "features",
+    "last_boosted_rule",
     "halt_poll_ns",
     "halt_poll_ns_grow",
     "halt_poll_ns_grow_start",
@@ -367,6 +407,23 @@ pub fn parse_kvm(t: &Table) -> Res<KvmSpec> {
             migrate_boosted_to_spinner: get("migrate_boosted_to_spinner")?,
         };
         ft.finish(FEATURE_NAMES)?;
+    }
+    match t.opt_str("last_boosted_rule")? {
+        None | Some("fixed") => {}
+        Some("2024-bug") if k.version == KvmVersion::V4_15 => {
+            return t.err(
+                "last_boosted_rule",
+                "\"2024-bug\" is a bug of the single-loop handler of 6.13 and later; it cannot \
+                 go with version \"4.15\" (allowed there: \"fixed\")",
+            )
+        }
+        Some("2024-bug") => k.last_boosted = LastBoostedRule::Bug2024,
+        Some(o) => {
+            return t.err(
+                "last_boosted_rule",
+                format!("unknown rule {o:?}; allowed: \"fixed\", \"2024-bug\""),
+            )
+        }
     }
     let hp = &mut k.halt_poll;
     if let Some(v) = t.opt_u64("halt_poll_ns", 0, u32::MAX as u64)? {
@@ -501,6 +558,21 @@ mod tests {
         assert_eq!(ring_order(4, 1).collect::<Vec<_>>(), vec![2, 3, 0, 1]);
         assert_eq!(ring_order(4, 3).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
         assert_eq!(ring_order(1, 0).collect::<Vec<_>>(), vec![0]);
+    }
+
+    /// 4 vCPUs, the last boost was vCPU 0, and this walk (1, 2, 3, 0) boosts vCPU 3, two
+    /// steps in. Fixed: 3 is stored and the next walk is 0, 1, 2, 3. The 2024 bug stores the
+    /// offset 2, so the next walk is 3, 0, 1, 2: vCPU 3 is examined first again.
+    #[test]
+    fn the_2024_bug_stores_the_walk_offset_and_so_changes_the_next_walk() {
+        let walk: Vec<u32> = ring_order(4, 0).collect();
+        assert_eq!(walk, [1, 2, 3, 0]);
+        let offset = walk.iter().position(|&v| v == 3).unwrap() as u32;
+        let fixed = LastBoostedRule::Fixed.stored(3, offset);
+        let bug = LastBoostedRule::Bug2024.stored(3, offset);
+        assert_eq!((fixed, bug), (3, 2));
+        assert_eq!(ring_order(4, fixed).collect::<Vec<_>>(), [0, 1, 2, 3]);
+        assert_eq!(ring_order(4, bug).collect::<Vec<_>>(), [3, 0, 1, 2]);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! KVM pause-loop exiting: invariants under every fix (also with paravirtual
-//! spinlocks), vendor rules, fairness with (b).
+//! spinlocks), vendor rules, fairness with (b), the current kernels' yield rules (EEVDF
+//! 6.19, the 2024 `last_boosted_vcpu` bug) and their key errors.
 
 use vcpulab_core::api::{run, RunOptions};
 use vcpulab_core::time::SimDuration;
@@ -311,4 +312,98 @@ ops = [
             plain.vms[1].spin_time_s
         );
     }
+}
+
+/// The bench VM of `ple_scenario` on a current host: EEVDF under `buddy_rule`, KVM 6.6
+/// rules with `last_boosted_rule`.
+fn current_host(buddy_rule: &str, last_boosted_rule: &str) -> String {
+    format!(
+        r#"
+duration = "1s"
+seed = 3
+[host]
+cores_per_socket = 3
+[scheduler]
+name = "eevdf"
+group_per_vm = true
+buddy_rule = "{buddy_rule}"
+[kvm]
+version = "6.6"
+last_boosted_rule = "{last_boosted_rule}"
+[[vm]]
+name = "noise"
+vcpus = 2
+start_jitter = "5ms"
+[[vm.workload]]
+kind = "swaptions"
+[[vm]]
+name = "bench"
+vcpus = 3
+start_jitter = "5ms"
+[[vm.workload]]
+kind = "ebizzy"
+"#
+    )
+}
+
+/// Both current-kernel rules reach the run: the 6.19 yield reports its two branches (and
+/// the 6.14 summary has no such counters), and the 2024 `last_boosted_vcpu` bug changes
+/// which vCPUs the handler boosts, so the run differs; invariants hold under all four.
+#[test]
+fn yield_6_19_and_the_last_boosted_bug_change_the_run_and_keep_the_invariants() {
+    let summary = |b: &str, l: &str| {
+        let sc = Scenario::from_toml_str(&current_host(b, l), "current.toml")
+            .unwrap_or_else(|e| panic!("{e}"));
+        run(&sc, None, &checked()).unwrap_or_else(|e| panic!("{b} {l}: {e}"))
+    };
+    let counter = |s: &vcpulab_core::Summary, name: &str| {
+        s.scheduler_counters
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|c| c.1)
+    };
+    let base = summary("6.14", "fixed");
+    let forfeit = summary("6.19", "fixed");
+    assert_eq!(counter(&base, "yield_forfeit"), None);
+    assert!(counter(&forfeit, "yield_forfeit").unwrap() > 0);
+    assert!(counter(&forfeit, "yield_ineligible_unchanged").is_some());
+    let bug = summary("6.14", "2024-bug");
+    let exits = |s: &vcpulab_core::Summary| s.vms[1].ple.as_ref().unwrap().exits;
+    assert_ne!(
+        (exits(&base), base.events),
+        (exits(&bug), bug.events),
+        "the bug's walk order changes the run"
+    );
+    summary("6.19", "2024-bug");
+}
+
+/// Bad values of the new keys name the file, the key and what is allowed.
+#[test]
+fn bad_buddy_and_last_boosted_rules_name_file_key_and_allowed_values() {
+    let err = |text: String| {
+        Scenario::from_toml_str(&text, "current.toml")
+            .map(|_| ())
+            .expect_err("refused")
+            .to_string()
+    };
+    let m = err(current_host("6.20", "fixed"));
+    assert!(
+        m.contains("current.toml")
+            && m.contains("buddy_rule")
+            && m.contains(r#"allowed: "6.14", "6.6", "6.19""#),
+        "{m}"
+    );
+    let m = err(current_host("6.14", "buggy"));
+    assert!(
+        m.contains("current.toml")
+            && m.contains("kvm.last_boosted_rule")
+            && m.contains(r#"allowed: "fixed", "2024-bug""#),
+        "{m}"
+    );
+    let old = current_host("6.14", "2024-bug").replace(r#"version = "6.6""#, r#"version = "4.15""#);
+    let m = err(old);
+    assert!(
+        m.contains("kvm.last_boosted_rule") && m.contains(r#"cannot go with version "4.15""#),
+        "{m}"
+    );
 }

@@ -116,7 +116,8 @@ pub(super) struct CpuPoll {
 pub(super) struct KvmState {
     /// KVM with PLE on; None: no pause-loop exits (the per-vCPU state stays cold).
     pub(super) spec: Option<KvmSpec>,
-    /// Per VM: index of the last boosted vCPU (`kvm->last_boosted_vcpu`).
+    /// Per VM: `kvm->last_boosted_vcpu`, the index of the last boosted vCPU (under the 2024
+    /// bug, the walk offset at which it was found; see `crate::kvm`).
     last_boosted: Vec<u32>,
     /// Per task (vCPU): PLE streak lengths -> number of streaks of that length.
     pub(super) streaks: Vec<BTreeMap<u64, u64>>,
@@ -605,7 +606,7 @@ impl<S: Scheduler> Sim<'_, S> {
         self.st.tasks[me as usize].kv.in_spin_loop = true;
         let spinner_thread = self.st.tasks[me as usize].cur;
         let mut tries = 3;
-        for i in crate::kvm::ring_order(n, last) {
+        for (offset, i) in crate::kvm::ring_order(n, last).enumerate() {
             let v = base + i;
             let task = &self.st.tasks[v as usize];
             let mut cand = crate::kvm::Candidate {
@@ -636,7 +637,7 @@ impl<S: Scheduler> Sim<'_, S> {
                 YieldResult::Yielded => {
                     self.st.tasks[me as usize].c.yield_successes += 1;
                     self.st.tasks[v as usize].kv.boosted_at = Some(self.st.now);
-                    self.st.kvm.last_boosted[vm] = i;
+                    self.st.kvm.last_boosted[vm] = k.last_boosted.stored(i, offset as u32);
                     self.trace_instant(me, "yield_to", Some(cpu), Some(v));
                     break;
                 }

@@ -1,7 +1,7 @@
 //! `eevdf` — Linux 6.6+ EEVDF (Earliest Eligible Virtual Deadline First), with KVM's
-//! directed yield; the buddy rule of 6.6-6.13 or 6.14+ is selectable.
+//! directed yield; the buddy and yield rules of 6.6-6.13, 6.14-6.18 or 6.19 are selectable.
 //!
-//! ## Policy (kernel/sched/fair.c of 6.6 .. 6.14)
+//! ## Policy (kernel/sched/fair.c of 6.6 .. 6.19)
 //! - Virtual runtime as in CFS (`delta x 1024 / weight`). V, the queue's weighted average
 //!   vruntime (current task included), defines eligibility: an entity is eligible when its
 //!   lag V - vruntime >= 0.
@@ -17,14 +17,36 @@
 //!   first deadline is half a slice away (PLACE_DEADLINE_INITIAL).
 //! - Buddies: 6.6-6.13 honour the next buddy only with NEXT_BUDDY (default off), so the
 //!   buddy `yield_to` sets is ignored; 6.14+ (PICK_BUDDY) honour it if it is eligible.
-//!   `buddy_rule` selects "6.14" (default) or "6.6".
-//! - Yield (`yield_task_fair`, 6.6-6.16): the yielder's deadline moves one slice later; no
-//!   skip buddy. `yield_to` as in core.c (see `cfs`).
+//! - Yield (`yield_task_fair`; `yield_to_task_fair` sets the target as next buddy and
+//!   then calls it, so a directed yield's yielder gets the same treatment):
+//!   - 6.6-6.18: the yielder's deadline moves one slice later (`deadline +=
+//!     calc_delta_fair(slice)`), its vruntime stays; no skip buddy.
+//!   - 6.19 ("sched/fair: Forfeit vruntime on yield", torvalds/linux 79104becf42b, Fernand
+//!     Sieber, in mainline from v6.19-rc1 and queued for the 6.12 stable tree in December
+//!     2025): if the yielder is eligible (`entity_eligible` on its own cfs_rq), it
+//!     forfeits the rest of its request: vruntime = its deadline, then deadline = that +
+//!     one slice (`calc_delta_fair(slice)`), and `update_min_vruntime`; an ineligible
+//!     yielder is left alone, vruntime and deadline unchanged (the commit keeps the
+//!     forfeit to eligible tasks because core scheduling may keep picking an ineligible
+//!     yielder, whose vruntime would then run away). The commit's reason: under 6.6-6.18 a
+//!     task that yields in a loop while still the only eligible one is picked again and
+//!     again while its deadline alone runs ahead, and it then waits long once it is not.
+//!   - `buddy_rule` selects "6.14" (default: 6.14's buddy, 6.6's yield), "6.6" (no buddy,
+//!     6.6's yield) or "6.19" (6.14's buddy, 6.19's forfeit). The key keeps its name
+//!     although the rule now covers the yield too.
+//! - `yield_to` as in core.c (see `cfs`).
 //! - Wake-up placement, load balancing and group scheduling as in `cfs`.
 //!
 //! ## Parameters
 //! `base_slice` 0.75 ms (unscaled), `tick` 4 ms, `migration_cost` 0.5 ms, `group_per_vm`
-//! false, `buddy_rule` "6.14", `tunable_scaling` true.
+//! false, `buddy_rule` "6.14", `tunable_scaling` true. The default stays "6.14": it is
+//! what vcpulab modelled before 6.19 existed, and the reproductions were written against
+//! it.
+//!
+//! ## Counters
+//! Under `buddy_rule = "6.19"` only (so the other rules' summaries keep their counters):
+//! `yield_forfeit` (an eligible yielder forfeited its vruntime) and
+//! `yield_ineligible_unchanged` (an ineligible yielder was left as it was).
 //!
 //! ## Fixes from the seed papers
 //! (b): on the spinner's own run queue the yield_to buddy is honoured even if ineligible;
@@ -33,13 +55,16 @@
 //! ## Deviations
 //! - No DELAY_DEQUEUE (6.12+) or PREEMPT_SHORT; no custom slices. V is computed exactly
 //!   (O(queue length)) rather than with the kernel's incremental sums.
+//! - "6.19" changes only the yield against "6.14"; the rest of 6.19's fair class (e.g. its
+//!   wake-up buddy changes) is not modelled.
 //! - As in `cfs`: runnable counts instead of PELT, no wake_affine, no NUMA balancing.
 //!
 //! ## Files
 //! The machinery EEVDF shares with CFS (queues, groups, wake-up placement, `yield_to`,
 //! balancing) is `fair.rs`; this file holds the parameters and EEVDF's part, `Eevdf` as a
 //! `FairPolicy`: V and eligibility, `pick_eevdf`, lag placement, `update_deadline`, the
-//! lag saved at dequeue, the buddy rule, the deadline pushed on yield.
+//! lag saved at dequeue, the buddy rule, the yield (deadline pushed, or vruntime
+//! forfeited).
 
 use super::fair::{
     Fair, FairPolicy, Tunables, C_PICK_NEXT_BUDDY, C_PICK_NEXT_BUDDY_REFUSED, C_TICK_PREEMPT,
@@ -47,7 +72,7 @@ use super::fair::{
 use super::{ParamInfo, ParamKind, Params, SchedCtx, TaskId};
 use crate::time::SimDuration;
 
-pub const DESCRIPTION: &str = "Linux 6.6+ EEVDF: eligibility by lag, earliest virtual deadline, 6.6 or 6.14 buddy rule, yield_to";
+pub const DESCRIPTION: &str = "Linux 6.6+ EEVDF: eligibility by lag, earliest virtual deadline, 6.6, 6.14 or 6.19 buddy and yield rule, yield_to";
 
 pub const PARAMS: &[ParamInfo] = &[
     ParamInfo {
@@ -82,9 +107,9 @@ pub const PARAMS: &[ParamInfo] = &[
     },
     ParamInfo {
         name: "buddy_rule",
-        kind: ParamKind::Choice(&["6.14", "6.6"]),
+        kind: ParamKind::Choice(&["6.14", "6.6", "6.19"]),
         default: "6.14",
-        help: "6.14: next buddy honoured if eligible (PICK_BUDDY); 6.6: ignored (NEXT_BUDDY off)",
+        help: "6.14: next buddy honoured if eligible (PICK_BUDDY); 6.6: ignored (NEXT_BUDDY off); 6.19: as 6.14, and an eligible yielder forfeits its vruntime (79104becf42b)",
     },
 ];
 
@@ -93,7 +118,9 @@ pub fn new(p: &Params) -> Fair<Eevdf> {
     Fair::new(
         Eevdf {
             base_slice: p.duration("base_slice"),
-            pick_buddy: p.choice("buddy_rule") == "6.14",
+            pick_buddy: matches!(p.choice("buddy_rule").as_str(), "6.14" | "6.19"),
+            forfeit_on_yield: p.choice("buddy_rule") == "6.19",
+            yields: YieldCounts::default(),
             period_floor: SimDuration::from_ms(6),
         },
         Tunables {
@@ -105,6 +132,13 @@ pub fn new(p: &Params) -> Fair<Eevdf> {
     )
 }
 
+/// How often each branch of the 6.19 yield was taken.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct YieldCounts {
+    pub(super) forfeit: u64,
+    pub(super) ineligible_unchanged: u64,
+}
+
 /// EEVDF's tunables (scaled at `init` when `tunable_scaling` is on) and buddy rule.
 #[derive(Clone, Debug)]
 pub struct Eevdf {
@@ -113,6 +147,11 @@ pub struct Eevdf {
     /// The 6.14+ rule (PICK_BUDDY): the next buddy is honoured if eligible. Without it
     /// (6.6-6.13) the buddy needs NEXT_BUDDY, which is off.
     pub(super) pick_buddy: bool,
+    /// The 6.19 yield (79104becf42b): an eligible yielder's vruntime jumps to its deadline.
+    /// Without it (6.6-6.18) the yielder's deadline moves one slice later.
+    pub(super) forfeit_on_yield: bool,
+    /// The 6.19 yield's two branches (reported only under that rule).
+    pub(super) yields: YieldCounts,
     /// The least turn the starvation bound assumes: CFS's default period (6 ms, scaled
     /// like the base slice), which the bound kept when both policies shared CFS's
     /// tunables; EEVDF itself has no such period.
@@ -214,12 +253,37 @@ impl FairPolicy for Eevdf {
         f.pick_eevdf(rq, Some(se)) == Some(pse)
     }
 
-    /// The yielder's deadline moves one slice later (6.6-6.16); no skip buddy.
+    /// 6.6-6.18: the yielder's deadline moves one slice later. 6.19 (79104becf42b): an
+    /// eligible yielder forfeits the rest of its request (vruntime to its deadline, a new
+    /// deadline one slice on); an ineligible one is left alone. No skip buddy in either.
     #[inline]
-    fn yield_task(f: &mut Fair<Self>, me: TaskId, _cpu: u32) {
+    fn yield_task(f: &mut Fair<Self>, me: TaskId, cpu: u32) {
         let slice = f.policy.base_slice;
+        if !f.policy.forfeit_on_yield {
+            let ent = &mut f.ents[me as usize];
+            ent.deadline += Fair::<Self>::calc_delta_fair(slice, ent.weight);
+            return;
+        }
+        let rq = f.leaf_rq(me, cpu);
+        if !f.eligible(rq, me) {
+            f.policy.yields.ineligible_unchanged += 1;
+            return;
+        }
+        f.policy.yields.forfeit += 1;
         let ent = &mut f.ents[me as usize];
+        ent.vruntime = ent.deadline;
         ent.deadline += Fair::<Self>::calc_delta_fair(slice, ent.weight);
+        f.update_min_vruntime(rq);
+    }
+
+    fn policy_counters(&self, out: &mut Vec<(&'static str, u64)>) {
+        if self.forfeit_on_yield {
+            out.push(("yield_forfeit", self.yields.forfeit));
+            out.push((
+                "yield_ineligible_unchanged",
+                self.yields.ineligible_unchanged,
+            ));
+        }
     }
 }
 

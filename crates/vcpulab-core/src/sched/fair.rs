@@ -88,13 +88,14 @@
 //! SCHED_TUNABLESCALING_LOG). CFS only: `latency` 6 ms, `min_granularity` 0.75 ms,
 //! `wakeup_granularity` 1 ms (all unscaled), `gentle_fair_sleepers`, `start_debit`,
 //! `wakeup_preemption` (booleans, true). EEVDF only: `base_slice` 0.75 ms (unscaled),
-//! `buddy_rule` ("6.14" or "6.6"). Constants: `NICE_0_LOAD` 1024, `sched_nr_latency` 8.
+//! `buddy_rule` ("6.14", "6.6" or "6.19"). Constants: `NICE_0_LOAD` 1024,
+//! `sched_nr_latency` 8.
 //!
 //! ## Sources
 //! `kernel/sched/fair.c`, `core.c` (`yield_to`), `features.h` and `topology.c` (domain
 //! flags, imbalance_pct, busy_factor, cache_nice_tries) of Linux 4.15 for CFS and of 6.6
-//! to 6.14 for EEVDF (`pick_eevdf`, `place_entity`, `update_deadline`,
-//! `update_entity_lag`, `yield_task_fair` before 6.17, PICK_BUDDY of 6.14).
+//! to 6.19 for EEVDF (`pick_eevdf`, `place_entity`, `update_deadline`,
+//! `update_entity_lag`, `yield_task_fair` of 6.6-6.18 and of 6.19, PICK_BUDDY of 6.14).
 //!
 //! ## Deviations
 //! - Runnable counts stand in for PELT load averages (group weights, balancing), with two
@@ -211,6 +212,10 @@ pub trait FairPolicy: Sized {
     fn entity_tick(_f: &mut Fair<Self>, _ctx: &mut SchedCtx, _rq: u32, _e: u32, _cpu: u32) {}
     /// `yield_task_fair` for `me`, running on `cpu` with others waiting, just charged.
     fn yield_task(f: &mut Fair<Self>, me: TaskId, cpu: u32);
+    /// Counters of decision branches that only a policy option has, appended after the
+    /// shared ones, and only when the option is on: a summary under the other options
+    /// keeps exactly the counters it had.
+    fn policy_counters(&self, _out: &mut Vec<(&'static str, u64)>) {}
 }
 
 /// A scheduling entity (`sched_entity`): a task, or with `group_per_vm` a VM's group on
@@ -406,7 +411,7 @@ impl<P: FairPolicy> Fair<P> {
         (rq as usize >= self.ncpus).then(|| &self.ents[self.ntasks + rq as usize - self.ncpus])
     }
 
-    fn leaf_rq(&self, t: TaskId, cpu: u32) -> u32 {
+    pub(super) fn leaf_rq(&self, t: TaskId, cpu: u32) -> u32 {
         if self.tun.group_per_vm {
             (self.ncpus + self.task_vm[t as usize] as usize * self.ncpus + cpu as usize) as u32
         } else {
@@ -448,7 +453,7 @@ impl<P: FairPolicy> Fair<P> {
         self.update_min_vruntime(rq);
     }
 
-    fn update_min_vruntime(&mut self, rq: u32) {
+    pub(super) fn update_min_vruntime(&mut self, rq: u32) {
         let r = &self.rqs[rq as usize];
         let mut v = r.min_vruntime;
         let curr = r
@@ -919,7 +924,9 @@ impl<P: FairPolicy> Scheduler for Fair<P> {
         Fair::yield_to(self, ctx, req)
     }
     fn counters(&self) -> Vec<(&'static str, u64)> {
-        self.counters.list()
+        let mut list = self.counters.list();
+        self.policy.policy_counters(&mut list);
+        list
     }
     /// A task's turn is at most the policy's longest (`FairPolicy::longest_turn`), which
     /// bounds every other task's turn.

@@ -1,9 +1,9 @@
-//! Unit tests of the fair class: the buddy rules of CFS and of EEVDF's two kernels, new
-//! and sleeper placement, tunable scaling.
+//! Unit tests of the fair class: the buddy rules of CFS and of EEVDF's kernels, EEVDF's
+//! yield before and after 6.19, new and sleeper placement, tunable scaling.
 
 use super::*;
 use crate::sched::cfs::Cfs;
-use crate::sched::eevdf::Eevdf;
+use crate::sched::eevdf::{Eevdf, YieldCounts};
 use crate::sched::{RunState, SchedOut, SchedView, TaskInfo};
 use crate::time::SimTime;
 use crate::topology::{CpuSet, Topology};
@@ -55,7 +55,17 @@ fn eevdf(pick_buddy: bool) -> Eevdf {
     Eevdf {
         base_slice: SimDuration(750_000),
         pick_buddy,
+        forfeit_on_yield: false,
+        yields: YieldCounts::default(),
         period_floor: SimDuration(6_000_000),
+    }
+}
+
+/// EEVDF under `buddy_rule = "6.19"`: the 6.14 buddy and the vruntime forfeited on yield.
+fn eevdf_6_19() -> Eevdf {
+    Eevdf {
+        forfeit_on_yield: true,
+        ..eevdf(true)
     }
 }
 
@@ -130,6 +140,119 @@ fn eevdf_buddy_rule_6_6_ignores_and_6_14_honours_an_eligible_buddy() {
     // An ineligible buddy is refused even under 6.14: at 6 ms it is past V = 16/3 ms.
     let mut inel = queue_with_next(eevdf(true), 6_000_000);
     assert_eq!(inel.pick_entity(0), Some(1));
+}
+
+/// Tasks 0..n queued on one pCPU at the hand-set (vruntime, deadline) `pos`, task 0
+/// running (curr, out of the tree, as the kernel keeps it).
+fn running_queue(policy: Eevdf, pos: &[(i64, i64)]) -> Fair<Eevdf> {
+    let mut f = with_fair(policy, pos.len(), |f, ctx| {
+        for t in 0..pos.len() as u32 {
+            f.enqueue_task(ctx, t, 0, true, false);
+        }
+    });
+    for (t, &(v, d)) in pos.iter().enumerate() {
+        let old = f.key(t as u32);
+        f.rqs[0].tree.remove(&old);
+        f.ents[t].vruntime = v;
+        f.ents[t].deadline = d;
+        if t > 0 {
+            f.rqs[0].tree.insert((v, t as u32));
+        }
+    }
+    f.rqs[0].curr = Some(0);
+    f
+}
+
+/// The 6.19 yield's branch counts: (forfeited, left unchanged as ineligible).
+fn yields(f: &Fair<Eevdf>) -> (u64, u64) {
+    (
+        f.policy.yields.forfeit,
+        f.policy.yields.ineligible_unchanged,
+    )
+}
+
+/// The yielder's vslice: the base slice in its own vruntime.
+fn vslice(f: &Fair<Eevdf>, e: usize) -> i64 {
+    Fair::<Eevdf>::calc_delta_fair(f.policy.base_slice, f.ents[e].weight)
+}
+
+/// 79104becf42b on one yield: an eligible yielder's vruntime jumps to its deadline and
+/// its deadline moves a slice past that (6.14 moves only the deadline); an ineligible
+/// yielder is left alone under 6.19 (6.14 still moves its deadline).
+#[test]
+fn eevdf_6_19_yield_forfeits_the_vruntime_of_an_eligible_yielder_only() {
+    // V = (1 ms + 2 ms + 3 ms) / 3 = 2 ms: task 0 at 1 ms is eligible.
+    let eligible = [
+        (1_000_000, 1_400_000),
+        (2_000_000, 2_750_000),
+        (3_000_000, 3_750_000),
+    ];
+    let mut old = running_queue(eevdf(true), &eligible);
+    let slice = vslice(&old, 0);
+    Eevdf::yield_task(&mut old, 0, 0);
+    assert_eq!(
+        (old.ents[0].vruntime, old.ents[0].deadline),
+        (1_000_000, 1_400_000 + slice)
+    );
+    let mut new = running_queue(eevdf_6_19(), &eligible);
+    Eevdf::yield_task(&mut new, 0, 0);
+    assert_eq!(
+        (new.ents[0].vruntime, new.ents[0].deadline),
+        (1_400_000, 1_400_000 + slice)
+    );
+    assert_eq!(yields(&new), (1, 0));
+
+    // V = (3 ms + 1 ms + 2 ms) / 3 = 2 ms: task 0 at 3 ms is not eligible.
+    let ineligible = [
+        (3_000_000, 3_400_000),
+        (1_000_000, 1_750_000),
+        (2_000_000, 2_750_000),
+    ];
+    let mut old = running_queue(eevdf(true), &ineligible);
+    Eevdf::yield_task(&mut old, 0, 0);
+    assert_eq!(
+        (old.ents[0].vruntime, old.ents[0].deadline),
+        (3_000_000, 3_400_000 + slice)
+    );
+    let mut new = running_queue(eevdf_6_19(), &ineligible);
+    Eevdf::yield_task(&mut new, 0, 0);
+    assert_eq!(
+        (new.ents[0].vruntime, new.ents[0].deadline),
+        (3_000_000, 3_400_000)
+    );
+    assert_eq!(yields(&new), (0, 1));
+}
+
+/// The loop the commit fixes: a task that yields again each time it is picked, while it
+/// is the only eligible one. Under 6.14 only its deadline runs ahead, it stays eligible
+/// and is picked every time; under 6.19 its vruntime advances a slice per yield, so after
+/// a few yields it is past V and the other task runs.
+#[test]
+fn eevdf_yield_loop_keeps_the_yielder_under_6_14_and_lets_the_other_run_under_6_19() {
+    // Task 0 at 0 (deadline 0.75 ms), task 1 at 2 ms: V = 1 ms, only task 0 eligible.
+    let pos = [(0, 750_000), (2_000_000, 2_750_000)];
+    let picks = |policy: Eevdf| {
+        let mut f = running_queue(policy, &pos);
+        (0..6)
+            .map(|_| {
+                Eevdf::yield_task(&mut f, 0, 0);
+                Eevdf::pick_next_entity(&mut f, 0, 1)
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(picks(eevdf(true)), [0; 6]);
+    // 6.19: vruntime 0.75, 1.5, then 2.25 ms > V = 2.125 ms; from then on task 0 is
+    // ineligible and its further yields change nothing.
+    assert_eq!(picks(eevdf_6_19()), [0, 0, 1, 1, 1, 1]);
+    let mut f = running_queue(eevdf_6_19(), &pos);
+    for _ in 0..6 {
+        Eevdf::yield_task(&mut f, 0, 0);
+    }
+    assert_eq!(
+        (f.ents[0].vruntime, f.ents[0].deadline),
+        (2_250_000, 3_000_000)
+    );
+    assert_eq!(yields(&f), (3, 3));
 }
 
 /// A task's first wake-up is `wake_up_new_task`: CFS places it one vslice after
