@@ -224,3 +224,48 @@ pv_spin_threshold = 1000
         "{e}"
     );
 }
+
+/// The distinction `vcpulab kvm compare`'s barrier rows depend on (issue 27): with more
+/// vCPUs than pCPUs, the vCPUs that have not run yet are outside the mm. A shootdown
+/// (`all`) skips them, so the two vCPUs that run first interrupt only each other. Both
+/// are always running, so they acknowledge at once and loop freely until the first tick.
+/// An IPI to every vCPU by index (smp_call_function to all CPUs, wait = 1) waits until
+/// each target has run, so every loop waits for a tick.
+#[test]
+fn a_listed_ipi_waits_for_vcpus_that_have_not_run_a_shootdown_does_not() {
+    let run_with = |targets: &str| {
+        let text = format!(
+            r#"
+duration = "20ms"
+seed = 1
+[host]
+cores_per_socket = 2
+[scheduler]
+name = "eevdf"
+tick = "4ms"
+[[vm]]
+name = "guest"
+vcpus = 4
+[[vm.workload]]
+kind = "program"
+threads = 4
+ops = [{{ op = "compute", duration = "30ns" }}, {{ op = "ipi", targets = {targets} }}]
+"#
+        );
+        let sc = Scenario::from_toml_str(&text, "barrier.toml").unwrap_or_else(|e| panic!("{e}"));
+        let s = run(&sc, None, &checked()).unwrap();
+        s.vms[0].throughput.unwrap() * 0.020 // loops in the 20 ms run
+    };
+    let shootdown = run_with("\"all\"");
+    assert!(
+        shootdown > 100_000.0,
+        "vCPUs 0 and 1 loop freely until 2 and 3 first run: {shootdown} loops"
+    );
+    let listed = run_with("[0, 1, 2, 3]");
+    // Each thread completes at most one loop per tick (4 ms): 4 threads x 5 ticks.
+    assert!(
+        listed <= 20.0,
+        "every loop waits for the descheduled vCPUs: {listed} loops"
+    );
+    assert!(listed >= 2.0, "rounds still complete: {listed} loops");
+}
