@@ -264,7 +264,8 @@ class Result:
 
     def vms(self) -> "pd.DataFrame":
         """One row per VM: name, vcpu_count, weight, cpu_time_s, cpu_share, wait/halted/spin
-        times, throughput (+unit) and latency_count / latency_{mean,p50,p90,p99,max}_ms."""
+        times, throughput (+unit), latency_count / latency_{mean,p50,p90,p99,max}_ms, and
+        steal_pct_mean, steal_pct_p95, steal_pct_window_s (the windows: :meth:`steal`)."""
         rows = [_flatten(vm, skip=("vcpus", "workloads")) for vm in self.summary["vms"]]
         return _frame(rows)
 
