@@ -165,7 +165,7 @@ _VM_LEAVES = {
     "cpu_share": "CPU share",
     "cpu_time_s": "CPU time",
     "wait_time_s": "wait (steal) time",
-    "steal_pct.mean": "steal (mean over 1 s windows)",
+    "steal_pct.mean": "steal (mean over the run)",
     "steal_pct.p95": "steal (p95 of 1 s windows)",
     "halted_time_s": "halted time",
     "spin_time_s": "spin time",
