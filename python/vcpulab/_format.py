@@ -169,12 +169,20 @@ def _ms(lat: Optional[Mapping[str, Any]], key: str) -> str:
     return num((lat or {}).get(key))
 
 
+def _steal(vm: Mapping[str, Any], key: str) -> str:
+    x = (vm.get("steal_pct") or {}).get(key)
+    return "-" if x is None else f"{x:.1f}%"
+
+
 def _vm_table(s: Mapping[str, Any]) -> str:
-    headers = ["VM", "vCPUs", "weight", "cpu s", "share", "wait s", "halted s", "spin s"]
+    """Per VM: times, and steal as its guests' /proc/stat shows it (mean, and the p95 of
+    its 1 s windows)."""
+    headers = ["VM", "vCPUs", "weight", "cpu s", "share", "wait s", "halted s", "spin s", "steal", "steal p95"]
     rows = [[vm["name"], str(vm["vcpu_count"]), str(vm["weight"]), num(vm["cpu_time_s"]),
-             pct(vm["cpu_share"]), num(vm["wait_time_s"]), num(vm["halted_time_s"]), num(vm["spin_time_s"])]
+             pct(vm["cpu_share"]), num(vm["wait_time_s"]), num(vm["halted_time_s"]), num(vm["spin_time_s"]),
+             _steal(vm, "mean"), _steal(vm, "p95")]
             for vm in s["vms"]]
-    return table(headers, rows, right=[False] + [True] * 7)
+    return table(headers, rows, right=[False] + [True] * 9)
 
 
 def _workload_table(s: Mapping[str, Any]) -> str:

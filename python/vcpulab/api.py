@@ -221,6 +221,14 @@ def _frame(rows: list[dict[str, Any]]) -> "pd.DataFrame":
     return df
 
 
+def steal_window_ends(summary: Mapping[str, Any], steal: Mapping[str, Any]) -> list[float]:
+    """Where each of a VM's steal windows (``vms[].steal_pct``) ends, in simulated seconds:
+    windows of ``window_s`` from the end of the warm-up, the last cut at the run's end."""
+    start, end = float(summary.get("warmup_s", 0.0)), float(summary["duration_s"])
+    width = float(steal["window_s"])
+    return [min(start + (k + 1) * width, end) for k in range(len(steal["windows"]))]
+
+
 class Result:
     """The outcome of one simulation run.
 
@@ -256,7 +264,8 @@ class Result:
 
     def vms(self) -> "pd.DataFrame":
         """One row per VM: name, vcpu_count, weight, cpu_time_s, cpu_share, wait/halted/spin
-        times, throughput (+unit) and latency_count / latency_{mean,p50,p90,p99,max}_ms."""
+        times, throughput (+unit), latency_count / latency_{mean,p50,p90,p99,max}_ms, and
+        steal_pct_mean, steal_pct_p95, steal_pct_window_s (the windows: :meth:`steal`)."""
         rows = [_flatten(vm, skip=("vcpus", "workloads")) for vm in self.summary["vms"]]
         return _frame(rows)
 
@@ -297,6 +306,27 @@ class Result:
             for vm in self.summary["vms"]
             for i, w in enumerate(vm["workloads"])
         ]
+        return _frame(rows)
+
+    def steal(self) -> "pd.DataFrame":
+        """Steal time as each VM's guests see it, one row per VM and window: vm, window
+        (0, 1, ... from the end of the warm-up), start_s, end_s (simulated seconds; the
+        last window ends with the run) and steal_pct (time the VM's vCPUs were runnable
+        but not running, over vCPUs x the window, in percent). The summary's
+        ``steal_pct.mean`` is these windows weighted by their length."""
+        rows = []
+        for vm in self.summary["vms"]:
+            st = vm.get("steal_pct")
+            if not st:
+                continue
+            ends = steal_window_ends(self.summary, st)
+            starts = [float(self.summary.get("warmup_s", 0.0))] + ends[:-1]
+            rows += [{"vm": vm["name"], "window": k, "start_s": a, "end_s": b, "steal_pct": x}
+                     for k, (a, b, x) in enumerate(zip(starts, ends, st["windows"]))]
+        if not rows:
+            import pandas as pd
+
+            return pd.DataFrame(columns=["vm", "window", "start_s", "end_s", "steal_pct"])
         return _frame(rows)
 
     def host(self) -> dict[str, Any]:

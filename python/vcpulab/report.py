@@ -20,6 +20,7 @@ from typing import Any, Optional
 
 from ._native import ScenarioError
 from . import stats
+from .api import steal_window_ends
 
 MAX_LINES = 10
 
@@ -136,6 +137,8 @@ def unit_of(metric: str, df: Any = None) -> str:
         return "s"
     if leaf in ("cpu_share", "utilization"):
         return "fraction of host CPU"
+    if ".steal_pct." in f".{metric}" and leaf in ("mean", "p95"):
+        return "% of the VM's vCPU time"
     if leaf == "bandwidth_mbps":
         return "Mb/s"
     if leaf == "throughput_kbps":
@@ -162,6 +165,8 @@ _VM_LEAVES = {
     "cpu_share": "CPU share",
     "cpu_time_s": "CPU time",
     "wait_time_s": "wait (steal) time",
+    "steal_pct.mean": "steal (mean over the run)",
+    "steal_pct.p95": "steal (p95 of 1 s windows)",
     "halted_time_s": "halted time",
     "spin_time_s": "spin time",
     "throughput": "throughput",
@@ -374,8 +379,8 @@ def _sweep_metrics(ok: Any) -> list[str]:
             vms.append(c[3 : -len(".cpu_share")])
     out = []
     for vm in vms:
-        for leaf in ("latency_ms.p99", "latency_ms.mean", "throughput", "cpu_share", "wait_time_s", "ple.exits",
-                     "ple.streaks.median"):
+        for leaf in ("latency_ms.p99", "latency_ms.mean", "throughput", "cpu_share", "wait_time_s", "steal_pct.mean",
+                     "steal_pct.p95", "ple.exits", "ple.streaks.median"):
             c = f"vm.{vm}.{leaf}"
             if c in ok and ok[c].notna().any():
                 out.append(c)
@@ -466,6 +471,23 @@ def _run_section(out_dir: str) -> str:
     ax.set_title("vCPU time per VM: running, waiting, halted")
     ax.set_xlabel("vCPU-seconds (s)")
     plots.append(_figure(fig, legend_below=True, caption="summed over each VM's vCPUs; waiting = runnable but not running (steal time)"))
+    # Steal time per window, as the guest's /proc/stat shows it.
+    steal = [(v["name"], v["steal_pct"]) for v in vms if (v.get("steal_pct") or {}).get("windows")]
+    if steal:
+        fig, ax = plt.subplots(figsize=(6.4, 3.6))
+        for name, st in steal:
+            ends = steal_window_ends(s, st)
+            # Each window's steal drawn over the window it covers (a step per window).
+            xs = [s.get("warmup_s", 0)] + ends
+            ys = st["windows"] + st["windows"][-1:]
+            ax.step(xs, ys, where="post", label=f"{name} (mean {st['mean']:.1f}%, p95 {st['p95']:.1f}%)")
+        ax.set_ylim(0, max(5.0, max(max(st["windows"]) for _, st in steal) * 1.15))
+        ax.set_title("Steal time per VM (as the guest's /proc/stat shows it)")
+        ax.set_xlabel("simulated time (s)")
+        ax.set_ylabel("steal (% of the VM's vCPU time)")
+        ax.legend(fontsize=8)
+        plots.append(_figure(fig, f"per {steal[0][1]['window_s']:g} s window: time the VM's vCPUs were runnable but "
+                                  "not running on the host, over vCPUs x window (KVM's run_delay)"))
     # Latency.
     lat = [(v["name"], v["latency_ms"]) for v in vms if v.get("latency_ms")]
     if lat:
@@ -519,10 +541,12 @@ def _run_section(out_dir: str) -> str:
     rows = []
     for v in vms:
         l = v.get("latency_ms") or {}
+        st = v.get("steal_pct") or {}
         rows.append([v["name"], v["vcpu_count"], v["cpu_share"], v["cpu_time_s"], v["wait_time_s"], v["halted_time_s"],
-                     v["spin_time_s"], v.get("throughput"), v.get("throughput_unit") or "", l.get("p99")])
-    parts.append(_table(["VM", "vCPUs", "CPU share", "CPU s", "wait s", "halted s", "spin s", "throughput", "unit",
-                         "p99 ms"], rows, left=1))
+                     v["spin_time_s"], st.get("mean"), st.get("p95"), v.get("throughput"), v.get("throughput_unit") or "",
+                     l.get("p99")])
+    parts.append(_table(["VM", "vCPUs", "CPU share", "CPU s", "wait s", "halted s", "spin s", "steal %", "steal p95 %",
+                         "throughput", "unit", "p99 ms"], rows, left=1))
     return "\n".join(parts)
 
 

@@ -14,7 +14,8 @@ import vcpulab
 
 VM_COLUMNS = ["name", "vcpu_count", "weight", "cpu_time_s", "cpu_share", "wait_time_s", "halted_time_s",
               "spin_time_s", "throughput", "throughput_unit", "latency_count", "latency_mean_ms",
-              "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_max_ms"]
+              "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_max_ms", "steal_pct_mean",
+              "steal_pct_p95", "steal_pct_window_s"]
 VCPU_COLUMNS = ["vm", "index", "cpu_time_s", "wait_time_s", "halted_time_s", "spin_time_s", "overhead_time_s",
                 "dispatches", "preemptions", "halts", "migrations_total", "migrations_smt_sibling",
                 "migrations_same_socket", "migrations_other_socket", "migrations_other_numa",

@@ -177,6 +177,19 @@ def check_latency(lat) -> None:
     assert lat["mean"] <= lat["max"] + 1e-12
 
 
+def check_steal(vm: dict, measured: float) -> None:
+    """Steal time (docs/models.md): one window per started second of the measured time, each
+    a share of the VM's vCPU time; the mean is the wait time over the vCPU time, so it lies
+    within the windows; p95 is the nearest-rank 95th percentile of the windows."""
+    steal = vm["steal_pct"]
+    windows = steal["windows"]
+    assert len(windows) == math.ceil(round(measured / steal["window_s"], 9))
+    assert all(-1e-9 <= w <= 100.0 + 1e-9 for w in windows), windows
+    assert steal["mean"] == pytest.approx(100.0 * vm["wait_time_s"] / (vm["vcpu_count"] * measured), rel=REL, abs=1e-6)
+    assert min(windows) - 1e-9 <= steal["mean"] <= max(windows) + 1e-9
+    assert steal["p95"] == sorted(windows)[math.ceil(0.95 * len(windows)) - 1]
+
+
 def check_identities(s: dict) -> None:
     measured = s["duration_s"] - s["warmup_s"]
     host = s["host"]
@@ -193,6 +206,7 @@ def check_identities(s: dict) -> None:
         assert vm["halted_time_s"] == approx(sum(v["halted_time_s"] for v in vm["vcpus"]))
         assert vm["spin_time_s"] == approx(sum(v["spin_time_s"] for v in vm["vcpus"]))
         assert 0.0 <= vm["cpu_share"] <= 1.0 + REL
+        check_steal(vm, measured)
         total_cpu += vm["cpu_time_s"]
         for v in vm["vcpus"]:
             for k in ("cpu_time_s", "wait_time_s", "halted_time_s", "spin_time_s", "overhead_time_s"):

@@ -97,6 +97,24 @@ pub struct VmSummary {
     /// Halt polling, host and guest side (absent without [kvm]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub halt_poll: Option<HaltPollSummary>,
+    /// Steal time as the guest's /proc/stat shows it, per one-second window.
+    pub steal_pct: StealSummary,
+}
+
+/// A VM's steal time in percent of its vCPUs' time (docs/models.md, "Steal time"): the
+/// time its vCPUs were runnable on the host but not running (KVM's `run_delay`, which the
+/// guest reads as `steal`), over (vCPUs x the window).
+#[derive(Clone, Debug, Serialize)]
+pub struct StealSummary {
+    /// Over the whole measured interval (the windows weighted by their length).
+    pub mean: f64,
+    /// The nearest-rank 95th percentile of `windows` (their largest when fewer than 20).
+    pub p95: f64,
+    /// The windows' length; the last is shorter when the measured interval is not a
+    /// whole number of windows.
+    pub window_s: f64,
+    /// Steal% of each window, in order from the end of the warm-up.
+    pub windows: Vec<f64>,
 }
 
 /// Halt polling of a VM or one vCPU (see `crate::kvm`): KVM's host-side polls

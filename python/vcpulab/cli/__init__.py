@@ -29,7 +29,7 @@ MAIN_EPILOG = """\
 examples:
   vcpulab run scenario.toml                 readable summary of one run
   vcpulab run scenario.toml --json          the summary as JSON on stdout
-  vcpulab run scenario.toml --out results/  summary.json, vms.csv, vcpus.csv (+ .parquet)
+  vcpulab run scenario.toml --out results/  summary.json, vms.csv, vcpus.csv, steal.csv (+ .parquet)
   vcpulab validate scenario.toml            check a scenario without running it
   vcpulab schedulers                        the host schedulers and their parameters
   vcpulab workloads                         the guest workload kinds (presets)

@@ -32,7 +32,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--seed", type=seed, metavar="N", help="override the scenario's seed")
     r.add_argument("--json", action="store_true", help="print the summary JSON on stdout instead of tables")
     r.add_argument("--out", metavar="DIR",
-                   help="also write summary.json, vms.csv, vcpus.csv, workloads.csv (and .parquet if pyarrow is installed)")
+                   help="also write summary.json, vms.csv, vcpus.csv, workloads.csv, steal.csv (steal%% per VM per 1 s "
+                        "window), and .parquet if pyarrow is installed")
     r.add_argument("--check-invariants", action="store_true",
                    help="check the engine's invariants after every event (slower; for debugging)")
     r.add_argument("--force", action="store_true",
@@ -47,8 +48,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def write_outputs(result: api.Result, out_dir: str) -> list[str]:
-    """Writes summary.json, vms.csv, vcpus.csv, workloads.csv (and .parquet twins if
-    pyarrow is installed) into ``out_dir``; returns the paths written."""
+    """Writes summary.json, vms.csv, vcpus.csv, workloads.csv, steal.csv (each VM's steal%
+    per window) and .parquet twins if pyarrow is installed into ``out_dir``; returns the
+    paths written."""
     import importlib.util
 
     from .._files import atomic_write, atomic_write_text
@@ -59,7 +61,7 @@ def write_outputs(result: api.Result, out_dir: str) -> list[str]:
     atomic_write_text(path, result.to_json() + "\n", durable=True)
     written.append(path)
     parquet = importlib.util.find_spec("pyarrow") is not None
-    frames = {"vms": result.vms(), "vcpus": result.vcpus(), "workloads": result.workloads()}
+    frames = {"vms": result.vms(), "vcpus": result.vcpus(), "workloads": result.workloads(), "steal": result.steal()}
     for name, df in frames.items():
         path = os.path.join(out_dir, f"{name}.csv")
         atomic_write(path, lambda tmp, df=df: df.to_csv(tmp, index=False, lineterminator="\n"), durable=True)

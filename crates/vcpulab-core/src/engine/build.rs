@@ -10,6 +10,7 @@ use super::net::rx_program;
 use super::ple::KvmState;
 use super::queue::{EventKind, EventQueue};
 use super::report::HostCounters;
+use super::steal::StealWindows;
 use super::sync::Lock;
 use super::{trace, Cpu, RunOptions, Sim, State, Task, ThState, Thread, WorkloadRt, NONE};
 use crate::model::{HostThreadProgram, Model};
@@ -274,6 +275,7 @@ impl<'m, S: Scheduler> Sim<'m, S> {
             starvation_bound: None,
             metrics_since: SimTime::ZERO,
             rtapp_timers: Default::default(),
+            steal: StealWindows::new(model.vms.len()),
             n_vcpu_tasks,
             n_vm_workloads,
             io_backend,
@@ -328,6 +330,7 @@ impl<S: Scheduler> Sim<'_, S> {
                 .q
                 .push(SimTime::ZERO + model.warmup, EventKind::Warmup);
         }
+        self.schedule_steal_window(SimTime::ZERO + model.warmup);
         self.flush();
     }
 }

@@ -39,6 +39,7 @@
 //! - `ple`: KVM's pause-loop exits and its directed yield (`kvm_vcpu_on_spin`);
 //! - `ft`: software fault tolerance (Kemari, DRBD helper threads);
 //! - `invariants`: the checks of `--check-invariants`;
+//! - `steal`: steal time as the guest sees it, per VM over one-second windows;
 //! - `report`: metrics accounting, the warm-up reset, counters to `Summary`, trace labels.
 
 pub mod queue;
@@ -66,6 +67,7 @@ mod io;
 mod net;
 mod ple;
 mod report;
+mod steal;
 mod sync;
 
 use crate::error::SimError;
@@ -507,6 +509,8 @@ struct State {
     metrics_since: SimTime,
     /// rt-app timers (`RtOp::Timer`): the next expiry of each (thread, slot) in use.
     rtapp_timers: std::collections::BTreeMap<(ThreadId, u32), SimTime>,
+    /// Each VM's steal time per window (`steal`).
+    steal: steal::StealWindows,
 }
 
 impl<S: Scheduler> Sim<'_, S> {
@@ -610,6 +614,11 @@ impl<S: Scheduler> Sim<'_, S> {
                 }
                 EventKind::Warmup => {
                     self.reset_metrics();
+                    continue;
+                }
+                EventKind::StealWindow => {
+                    // Reads counters only: like the warm-up, not an event of the model.
+                    self.steal_window_event();
                     continue;
                 }
                 EventKind::TaskStart { task } => {

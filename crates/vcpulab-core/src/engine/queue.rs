@@ -18,6 +18,8 @@ pub enum EventKind {
     Global { gen: u32 },
     /// End of warm-up: metrics are reset.
     Warmup,
+    /// A boundary of the steal-time windows (`steal`): each VM's steal so far is read.
+    StealWindow,
     /// A vCPU with guest threads starts (after its VM's start jitter).
     TaskStart { task: u32 },
     /// Software-FT helper `helper`: `what` is HELPER_FLUSH_DONE (a released write has
@@ -83,6 +85,7 @@ impl EventKind {
             EventKind::Arrival { workload } => (2, workload, 0),
             EventKind::Global { gen } => (3, 0, gen),
             EventKind::Warmup => (4, 0, 0),
+            EventKind::StealWindow => (7, 0, 0),
             EventKind::TaskStart { task } => (5, task, 0),
             EventKind::Helper { helper, what } => (6, helper, what),
         };
@@ -100,6 +103,7 @@ impl EventKind {
             3 => EventKind::Global { gen },
             4 => EventKind::Warmup,
             5 => EventKind::TaskStart { task: id },
+            7 => EventKind::StealWindow,
             _ => EventKind::Helper {
                 helper: id,
                 what: gen,

@@ -34,6 +34,7 @@ impl<S: Scheduler> Sim<'_, S> {
     pub(super) fn finish(mut self) -> RunOutput {
         self.st.now = self.st.end;
         self.account_all();
+        self.close_steal_window();
         for (task, lengths) in self.st.tasks.iter_mut().zip(&mut self.st.kvm.streaks) {
             close_streak(&mut task.kv.streak, lengths);
         }
@@ -111,6 +112,7 @@ impl<S: Scheduler> Sim<'_, S> {
     pub(super) fn reset_metrics(&mut self) {
         self.account_all();
         self.st.metrics_since = self.st.now;
+        self.st.steal.reset(self.st.now);
         for t in &mut self.st.tasks {
             t.run_ns_before_warmup += t.c.run_ns;
             t.c = TaskCounters::default();
@@ -254,6 +256,7 @@ impl<S: Scheduler> Sim<'_, S> {
                     .wake_latency
                     .get(vi)
                     .map(|h| halt_poll_summary(&vm_poll, latency_summary(h))),
+                steal_pct: self.steal_summary(vi),
                 ft: (self.st.ft.kemari[vi] != NONE).then(|| {
                     let k = &self.st.ft.helpers[self.st.ft.kemari[vi] as usize];
                     FtSummary {
