@@ -888,6 +888,14 @@ fn parse_vm(item: &Owned, ncpus: usize) -> Res<VmSpec> {
             .flatten()
             .collect(),
     };
+    if idle_poll && workloads.iter().any(|w| w.kind == "lookbusy") {
+        // lookbusy steers by the guest's busy time, and a spinning idle loop would count
+        // as busy to the model but as idle in /proc/stat under idle=poll.
+        return t.err(
+            "idle",
+            "\"poll\" cannot be combined with a lookbusy workload (its controller reads the guest's busy time, which a spinning idle loop would distort); use \"halt\"",
+        );
+    }
     t.finish(&[
         "name",
         "vcpus",

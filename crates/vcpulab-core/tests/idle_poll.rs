@@ -137,6 +137,13 @@ fn idle_and_tslice_us_are_validated() {
         0,
     );
     assert!(scenario_err(&slow).contains("longer than the time slice (tslice_us = 100)"));
+    let steered = base.replace(
+        "[[vm.workload]]\nkind = \"program\"",
+        "[[vm.workload]]\nkind = \"lookbusy\"\nutilization = 50\n[[vm.workload]]\nkind = \"program\"",
+    );
+    assert!(scenario_err(&steered).contains("cannot be combined with a lookbusy workload"));
+    let default_rate = serving("credit", "tslice_us = 100", "poll", "10us", 0);
+    assert!(scenario_err(&default_rate).contains("shorter than the default rate limit"));
     // PvCC lowers the rate limit's minimum to 1 us; Xen's stays 100 us.
     run_checked(&serving(
         "credit",
@@ -169,4 +176,46 @@ fn a_host_thread_of_a_polling_vm_still_blocks() {
             h.cpu_time_s
         );
     }
+}
+
+/// A Kemari sync stops the protected VM (its vCPUs halt); at the resume a vCPU whose idle
+/// loop spins goes back to spinning, so it runs all but the stops.
+#[test]
+fn a_polling_vcpu_spins_again_after_a_kemari_sync() {
+    let s = run_checked(
+        "duration = \"1s\"\n[host]\ncores_per_socket = 2\n[scheduler]\nname = \"cfs\"\n\
+         [[vm]]\nname = \"eval\"\nvcpus = 1\nidle = \"poll\"\n\
+         [[vm.workload]]\nkind = \"program\"\n\
+         ops = [ { op = \"sleep\", duration = \"100ms\" }, { op = \"io\", latency = \"1ms\", write_kib = 4 } ]\n\
+         [[host_thread]]\nname = \"kemari\"\nvm = \"eval\"\nhelper = \"kemari\"\n",
+    );
+    let ft = s.vms[0]
+        .ft
+        .as_ref()
+        .expect("a Kemari-protected VM reports ft");
+    assert!(ft.syncs >= 9, "{}", ft.syncs);
+    let v = &s.vms[0].vcpus[0];
+    assert!(v.cpu_time_s > 0.9, "{}", v.cpu_time_s);
+}
+
+/// A shootdown reaches a vCPU that ran the process's threads; one spinning in its idle
+/// loop acknowledges it and leaves the mm (lazy TLB), so the next shootdown skips it.
+#[test]
+fn a_polling_vcpu_leaves_the_mm_after_one_shootdown() {
+    let ipis = |idle: &str| {
+        let s = run_checked(&format!(
+            "duration = \"100ms\"\n[host]\ncores_per_socket = 2\n[scheduler]\nname = \"rr\"\n\
+             [[vm]]\nname = \"g\"\nvcpus = 2\nidle = \"{idle}\"\n\
+             [[vm.workload]]\nkind = \"program\"\nvcpus = [0]\n\
+             ops = [ {{ op = \"compute\", duration = \"100us\" }}, {{ op = \"ipi\" }} ]\n\
+             [[vm.workload]]\nkind = \"program\"\nvcpus = [1]\n\
+             ops = [ {{ op = \"compute\", duration = \"1ms\" }}, {{ op = \"sleep\", duration = \"1s\" }} ]\n"
+        ));
+        s.event_counts.ipis_sent
+    };
+    // vCPU 1 runs its thread for 1 ms, then idles: only the shootdowns of that first
+    // millisecond and the one it acknowledges idle reach it, polling or halting alike.
+    let (poll, halt) = (ipis("poll"), ipis("halt"));
+    assert_eq!(poll, halt);
+    assert!(poll < 20, "{poll}");
 }

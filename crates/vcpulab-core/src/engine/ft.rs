@@ -530,7 +530,9 @@ impl<S: Scheduler> Sim<'_, S> {
             let base = self.st.vm_task_base[vm];
             for v in base..base + self.st.vm_vcpus[vm] {
                 let task = &self.st.tasks[v as usize];
-                let has_work = task.cur != NONE || !task.local.is_empty();
+                // A vCPU whose idle loop spins goes back to spinning even without work.
+                let has_work =
+                    task.cur != NONE || !task.local.is_empty() || self.idle_loop_spins(v);
                 if self.view.state[v as usize] != RunState::Halted || !has_work {
                     continue;
                 }

@@ -191,13 +191,13 @@ impl<S: Scheduler> Sim<'_, S> {
 
     /// Whether `t` is a vCPU of a VM whose idle loop spins (`idle = "poll"`); host
     /// threads, which name a VM too, always block.
-    fn idle_loop_spins(&self, t: TaskId) -> bool {
+    pub(super) fn idle_loop_spins(&self, t: TaskId) -> bool {
         t < self.st.n_vcpu_tasks && self.st.vm_idle_poll[self.st.tasks[t as usize].vm as usize]
     }
 
     /// Whether `t` is executing its idle loop (`idle = "poll"`), so a thread made ready
     /// runs at once.
-    fn idle_polling(&self, t: TaskId) -> bool {
+    pub(super) fn idle_polling(&self, t: TaskId) -> bool {
         let task = &self.st.tasks[t as usize];
         task.cur == NONE && task.executing && self.idle_loop_spins(t)
     }

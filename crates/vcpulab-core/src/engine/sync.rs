@@ -247,7 +247,12 @@ impl<S: Scheduler> Sim<'_, S> {
                 self.trace_instant(src, "ipi", cpu, Some(tt));
             }
             if self.st.tasks[tt as usize].executing {
-                continue; // acknowledged at once
+                // Acknowledged at once; a vCPU spinning in its idle loop is in lazy TLB
+                // mode and leaves the mm with it, as a halted one does when woken to ack.
+                if shootdown && self.idle_polling(tt) {
+                    self.st.tasks[tt as usize].in_mm = false;
+                }
+                continue;
             }
             let target = &mut self.st.tasks[tt as usize];
             target.pending_acks.push(id);

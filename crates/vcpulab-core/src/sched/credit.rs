@@ -249,6 +249,14 @@ pub fn check_params(t: &Table) -> Res<()> {
                 "{r} us is longer than the time slice ({slice_text})"
             ));
         }
+    } else if tslice < 1000 {
+        // xl sched-credit passes the pool's rate limit with the new slice, and Xen
+        // refuses a rate limit longer than the slice (csched_sys_cntl).
+        if let Some(o) = t.get("tslice_us") {
+            return o.err(format!(
+                "{tslice_us} us is shorter than the default rate limit (ratelimit_us = 1000); set ratelimit_us to at most {tslice_us}, or 0"
+            ));
+        }
     }
     Ok(())
 }
