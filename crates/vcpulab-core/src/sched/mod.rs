@@ -101,6 +101,31 @@ pub struct SchedCtx<'a> {
     pub(crate) out: &'a mut SchedOut,
 }
 
+/// Calls hook `f` of `sched` with a context over `view` at `now`, as the engine does, and
+/// returns what `f` returned with what the hook asked of the engine. For the unit tests
+/// in scheduler files, which drive hooks on hand-built views.
+#[cfg(test)]
+pub(crate) fn call_hook<S, R>(
+    sched: &mut S,
+    view: &SchedView,
+    now: SimTime,
+    f: impl FnOnce(&mut S, &mut SchedCtx) -> R,
+) -> (R, SchedOut) {
+    let mut out = SchedOut {
+        resched_pending: vec![false; view.cpu_curr.len()],
+        ..Default::default()
+    };
+    let r = f(
+        sched,
+        &mut SchedCtx {
+            now,
+            view,
+            out: &mut out,
+        },
+    );
+    (r, out)
+}
+
 impl<'a> SchedCtx<'a> {
     /// Asks `cpu` to call `pick_next` (after this hook returns).
     #[inline]

@@ -278,7 +278,7 @@ impl super::Registered for Null {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sched::{SchedOut, TaskInfo};
+    use crate::sched::{call_hook, TaskInfo};
     use crate::time::SimTime;
     use crate::topology::Topology;
 
@@ -306,13 +306,6 @@ mod tests {
         }
     }
 
-    fn out(view: &SchedView) -> SchedOut {
-        SchedOut {
-            resched_pending: vec![false; view.cpu_curr.len()],
-            ..Default::default()
-        }
-    }
-
     /// Runs `hook` on `sched` with a context over `view`; returns the pCPUs it asked to
     /// reschedule.
     fn hook<R>(
@@ -320,13 +313,7 @@ mod tests {
         view: &SchedView,
         hook: impl FnOnce(&mut Null, &mut SchedCtx) -> R,
     ) -> (R, Vec<CpuId>) {
-        let mut out = out(view);
-        let mut ctx = SchedCtx {
-            now: SimTime(0),
-            view,
-            out: &mut out,
-        };
-        let r = hook(sched, &mut ctx);
+        let (r, out) = call_hook(sched, view, SimTime(0), hook);
         (r, out.resched)
     }
 

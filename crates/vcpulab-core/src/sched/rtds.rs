@@ -589,7 +589,7 @@ impl super::Registered for Rtds {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sched::{SchedOut, TaskInfo};
+    use crate::sched::{call_hook, SchedOut, TaskInfo};
     use crate::topology::Topology;
     use crate::vocab::RtReservation;
 
@@ -622,19 +622,7 @@ mod tests {
         now: i64,
         f: impl FnOnce(&mut Rtds, &mut SchedCtx) -> R,
     ) -> (R, SchedOut) {
-        let mut out = SchedOut {
-            resched_pending: vec![false; view.cpu_curr.len()],
-            ..Default::default()
-        };
-        let r = f(
-            s,
-            &mut SchedCtx {
-                now: SimTime(now as u64),
-                view,
-                out: &mut out,
-            },
-        );
-        (r, out)
+        call_hook(s, view, SimTime(now as u64), f)
     }
 
     fn started(view: &SchedView) -> Rtds {

@@ -1,7 +1,7 @@
 //! Credit2's unit tests: the reset, both runtime rules on one state, caps and parking.
 
 use super::*;
-use crate::sched::{SchedOut, TaskInfo};
+use crate::sched::{call_hook as hook, TaskInfo};
 use crate::topology::Topology;
 
 /// One socket of `ncpus` pCPUs (one runqueue) and `n` halted tasks of weight 256.
@@ -35,37 +35,8 @@ fn started(view: &SchedView, params: &[(&str, &str)]) -> Credit2 {
         table: &table,
         infos: PARAMS,
     });
-    let mut out = SchedOut {
-        resched_pending: vec![false; view.cpu_curr.len()],
-        ..Default::default()
-    };
-    s.init(&mut SchedCtx {
-        now: SimTime::ZERO,
-        view,
-        out: &mut out,
-    });
+    hook(&mut s, view, SimTime::ZERO, |s, ctx| s.init(ctx));
     s
-}
-
-fn hook<R>(
-    s: &mut Credit2,
-    view: &SchedView,
-    now: SimTime,
-    f: impl FnOnce(&mut Credit2, &mut SchedCtx) -> R,
-) -> (R, SchedOut) {
-    let mut out = SchedOut {
-        resched_pending: vec![false; view.cpu_curr.len()],
-        ..Default::default()
-    };
-    let r = f(
-        s,
-        &mut SchedCtx {
-            now,
-            view,
-            out: &mut out,
-        },
-    );
-    (r, out)
 }
 
 /// A reset adds CREDIT_INIT to every unit of the runqueue and clips at CREDIT_INIT +
