@@ -30,6 +30,13 @@
 //!   the ready queue of its ideal processor's group.
 //! - A processor that is about to go idle takes the best ready thread from its own group's
 //!   queue, and if that is empty scans the other groups (same socket first).
+//! - At quantum end the processor looks at every shared ready queue of its socket, not only
+//!   its own group's, and switches to the longest-ready thread of equal or higher priority
+//!   (`balance_groups`, an assumption, below). Without it, a socket of 6 LPs has groups of 4
+//!   and 2: the two threads first placed in the small group keep their LPs for the whole
+//!   run while the others share the big group, and a VM whose threads landed there gets
+//!   0.86x its round-robin share (issue 27), the opposite of the blog's observation that a
+//!   busy VP's load spreads over all LPs.
 //! - Ideal processors are assigned round robin: VP i of a VM has the (base + i)-th
 //!   processor of its affinity, base being the number of VPs declared before this VM.
 //!
@@ -39,6 +46,8 @@
 //!   is checked.
 //! - `wake_boost` (integer, default 1): priority boost after a wait completes.
 //! - `group_size` (integer, default 4): logical processors per shared ready queue.
+//! - `balance_groups` (bool, default true): the quantum-end look at the socket's other
+//!   groups. `false` gives the strictly group-local quantum end of earlier versions.
 //!
 //! ## Sources
 //! Microsoft Learn, "Manage Hyper-V hypervisor scheduler types" and "About Hyper-V
@@ -46,6 +55,16 @@
 //! caps/weights); Windows Internals 7th ed., ch. 4 "Thread scheduling" (quantum of 2 clock
 //! intervals on client, 12 on server; 15.625 ms clock; head-of-queue on preemption;
 //! shared ready queues; wait-completion boosts; idle processor selection); seed 001.
+//!
+//! ## Assumed where Microsoft is silent
+//! Microsoft documents shared ready queues and idle processors taking work from other
+//! queues, but not how a group with more ready threads than processors hands work to a
+//! group with none waiting while no processor is idle. Windows does keep runnable threads
+//! of equal priority in first-come order and does spread a busy thread's load over all LPs
+//! (seed 001, Task Manager). `balance_groups` assumes the simplest rule that gives both: at
+//! quantum end the ready threads of the whole socket (NUMA node) compete by priority and
+//! then by ready time, as if the socket's groups were one queue for that decision. Idle
+//! processors still scan other sockets too; quantum end does not cross a socket.
 //!
 //! ## Deviations
 //! - Quantum is charged in time, not in CPU cycles; interrupt and DPC time is not charged.
@@ -87,6 +106,12 @@ pub const PARAMS: &[ParamInfo] = &[
         default: "4",
         help: "logical processors sharing one ready queue",
     },
+    ParamInfo {
+        name: "balance_groups",
+        kind: ParamKind::Bool,
+        default: "true",
+        help: "at quantum end, take the longest-ready thread of equal or higher priority from any ready queue of the socket (assumed)",
+    },
 ];
 
 /// Base priority of VP threads (normal).
@@ -102,6 +127,7 @@ super::counters::declare_counters! {
     WAKE_PREEMPT => "wake_preempt",
     WAKE_QUEUED => "wake_queued",
     QUANTUM_SWITCH => "quantum_end_switch",
+    QUANTUM_SWITCH_OTHER_GROUP => "quantum_end_switch_other_group",
     QUANTUM_RENEW => "quantum_end_renew",
     PICK_STANDBY => "pick_standby",
     PICK_LOCAL => "pick_local_queue",
@@ -118,6 +144,7 @@ pub struct HyperVRoot {
     clock_interval: SimDuration,
     wake_boost: u8,
     group_size: usize,
+    balance_groups: bool,
     tail_seq: i64,
     head_seq: i64,
     counters: Counters<NCOUNTERS>,
@@ -127,6 +154,8 @@ pub struct HyperVRoot {
     cpu_group: Vec<usize>,
     /// Groups in the order an idle processor scans them: own, same socket, others.
     scan_order: Vec<Vec<usize>>,
+    /// How many of `scan_order`'s first groups are in the processor's own socket.
+    socket_groups: usize,
     standby: Vec<Option<TaskId>>,
     quantum_expired: Vec<bool>,
     // per VP thread
@@ -145,12 +174,14 @@ impl HyperVRoot {
             clock_interval: p.duration("clock_interval"),
             wake_boost: p.int("wake_boost").min(MAX_DYNAMIC_PRIORITY as i64) as u8,
             group_size: p.int("group_size").max(1) as usize,
+            balance_groups: p.bool("balance_groups"),
             tail_seq: 0,
             head_seq: 0,
             counters: Counters::new(COUNTER_NAMES),
             groups: vec![],
             cpu_group: vec![],
             scan_order: vec![],
+            socket_groups: 1,
             standby: vec![],
             quantum_expired: vec![],
             prio: vec![],
@@ -187,11 +218,38 @@ impl HyperVRoot {
 
     /// The best ready thread of `group` allowed on `cpu` with priority >= `min_prio`.
     fn best_in(&self, ctx: &SchedCtx, group: usize, cpu: CpuId, min_prio: u8) -> Option<TaskId> {
+        self.best_key_in(ctx, group, cpu, min_prio).map(|k| k.2)
+    }
+
+    fn best_key_in(&self, ctx: &SchedCtx, group: usize, cpu: CpuId, min_prio: u8) -> Option<Key> {
         self.groups[group]
             .iter()
             .take_while(|k| MAX_DYNAMIC_PRIORITY + 16 - k.0 >= min_prio)
             .find(|k| ctx.allowed(k.2, cpu))
-            .map(|k| k.2)
+            .copied()
+    }
+
+    /// The thread that takes over `cpu` at quantum end, if any: the best of its own group,
+    /// or with `balance_groups` the best of its socket (priority, then ready time).
+    /// Returns the thread and whether it comes from another group.
+    fn quantum_end_successor(
+        &self,
+        ctx: &SchedCtx,
+        cpu: CpuId,
+        min_prio: u8,
+    ) -> Option<(TaskId, bool)> {
+        let order = &self.scan_order[cpu as usize];
+        let groups = if self.balance_groups {
+            &order[..self.socket_groups]
+        } else {
+            &order[..1]
+        };
+        groups
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &g)| self.best_key_in(ctx, g, cpu, min_prio).map(|k| (k, i > 0)))
+            .min_by_key(|(k, _)| *k)
+            .map(|(k, other)| (k.2, other))
     }
 
     fn start(&mut self, ctx: &mut SchedCtx, t: TaskId, cpu: CpuId) {
@@ -205,8 +263,10 @@ impl HyperVRoot {
         if self.prio[ti] > BASE_PRIORITY {
             self.prio[ti] -= 1; // boosts decay by one level per quantum
         }
-        let g = self.cpu_group[cpu as usize];
-        if self.best_in(ctx, g, cpu, self.prio[ti]).is_some() {
+        if self
+            .quantum_end_successor(ctx, cpu, self.prio[ti])
+            .is_some()
+        {
             self.quantum_expired[cpu as usize] = true;
             ctx.resched(cpu);
         } else {
@@ -237,6 +297,7 @@ impl Scheduler for HyperVRoot {
             .map(|c| (c / per_socket) * groups_per_socket + (c % per_socket) / self.group_size)
             .collect();
         let ngroups = topo.sockets as usize * groups_per_socket;
+        self.socket_groups = groups_per_socket;
         self.groups = vec![BTreeSet::new(); ngroups];
         self.scan_order = (0..n)
             .map(|c| {
@@ -378,8 +439,14 @@ impl Scheduler for HyperVRoot {
         if let Some(p) = prev {
             // Quantum end (set in `timer`): the thread yields to an equal-or-higher ready one.
             let g = self.cpu_group[c];
-            if let Some(n) = self.best_in(ctx, g, cpu, self.prio[p as usize]) {
-                self.counters.bump(QUANTUM_SWITCH);
+            if let Some((n, other_group)) =
+                self.quantum_end_successor(ctx, cpu, self.prio[p as usize])
+            {
+                self.counters.bump(if other_group {
+                    QUANTUM_SWITCH_OTHER_GROUP
+                } else {
+                    QUANTUM_SWITCH
+                });
                 self.dequeue(n);
                 self.quantum_left[p as usize] = self.quantum;
                 self.enqueue(p, g, false);
