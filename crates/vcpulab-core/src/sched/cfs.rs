@@ -118,6 +118,12 @@ pub const PARAMS: &[ParamInfo] = &[
         help: "each VM is a cgroup (fair share per VM)",
     },
     ParamInfo {
+        name: "fork_balance",
+        kind: ParamKind::Bool,
+        default: "true",
+        help: "a new task starts on the idlest pCPU (find_idlest_cpu: socket, then core, then CPU); false: on the i-th pCPU of its affinity",
+    },
+    ParamInfo {
         name: "gentle_fair_sleepers",
         kind: ParamKind::Bool,
         default: "true",
@@ -153,6 +159,7 @@ pub fn new(p: &Params) -> Fair<Cfs> {
             migration_cost: p.duration("migration_cost"),
             group_per_vm: p.bool("group_per_vm"),
             tunable_scaling: p.bool("tunable_scaling"),
+            fork_balance: p.bool("fork_balance"),
         },
     )
 }

@@ -106,6 +106,12 @@ pub const PARAMS: &[ParamInfo] = &[
         help: "each VM is a cgroup (fair share per VM)",
     },
     ParamInfo {
+        name: "fork_balance",
+        kind: ParamKind::Bool,
+        default: "true",
+        help: "a new task starts on the idlest pCPU (find_idlest_cpu: socket, then core, then CPU); false: on the i-th pCPU of its affinity",
+    },
+    ParamInfo {
         name: "buddy_rule",
         kind: ParamKind::Choice(&["6.14", "6.6", "6.19"]),
         default: "6.14",
@@ -128,6 +134,7 @@ pub fn new(p: &Params) -> Fair<Eevdf> {
             migration_cost: p.duration("migration_cost"),
             group_per_vm: p.bool("group_per_vm"),
             tunable_scaling: p.bool("tunable_scaling"),
+            fork_balance: p.bool("fork_balance"),
         },
     )
 }

@@ -101,8 +101,14 @@
 //! - Runnable counts stand in for PELT load averages (group weights, balancing), with two
 //!   stand-ins for PELT's smoothing: a task the balancer moved is not moved again within
 //!   that domain's interval, and balancing phases are staggered by one tick per pCPU.
-//! - No wake_affine toward the waker, no NUMA balancing, no fork balancing (task i starts
-//!   on the i-th pCPU of its affinity), no CFS bandwidth throttling, no SCHED_IDLE/BATCH.
+//! - No wake_affine toward the waker, no NUMA balancing, no CFS bandwidth throttling, no
+//!   SCHED_IDLE/BATCH.
+//! - Fork balancing (`fork_balance`, on): the parent a task is forked from is not
+//!   modelled, so the i-th pCPU of the task's affinity stands for the parent's (the
+//!   "local" CPU of `find_idlest_cpu`). Groups are compared by idle CPUs, then runnable
+//!   tasks per CPU (runnable counts stand in for load, as above); the NUMA level's
+//!   allowed imbalance (`adjust_numa_imbalance`) and idle-state exit latencies are not
+//!   modelled.
 //! - EEVDF: no DELAY_DEQUEUE (6.12+), PREEMPT_SHORT or custom slices; V is computed
 //!   exactly over the queue instead of from the kernel's running sums.
 //!
@@ -132,6 +138,9 @@ pub struct Tunables {
     pub group_per_vm: bool,
     /// Scale the policy's tunables by 1 + ilog2(min(ncpus, 8)) (`FairPolicy::scale`).
     pub tunable_scaling: bool,
+    /// A task's first wake-up searches the idlest pCPU (`find_idlest_cpu`, SD_BALANCE_FORK)
+    /// instead of taking the i-th pCPU of its affinity.
+    pub fork_balance: bool,
 }
 
 pub fn scale_factor(ncpus: usize) -> u64 {
@@ -145,6 +154,8 @@ super::counters::declare_counters! {
     C_WAKE_PREV_IDLE => "wake_prev_cpu_idle",
     C_WAKE_IDLE_SIBLING => "wake_idle_sibling",
     C_WAKE_BUSY_PREV => "wake_prev_cpu_busy",
+    C_FORK_LOCAL => "fork_balance_stayed_local",
+    C_FORK_MOVED => "fork_balance_moved",
     C_WAKEUP_PREEMPT => "wakeup_preempt",
     C_WAKEUP_NO_PREEMPT => "wakeup_no_preempt",
     C_TICK_PREEMPT => "tick_preempt",
@@ -670,16 +681,106 @@ impl<P: FairPolicy> Fair<P> {
 
     /// A wake-up, or for a task's first one `wake_up_new_task`: placed as a new task
     /// (CFS `START_DEBIT`: one slice behind min_vruntime; EEVDF: half a first slice)
-    /// instead of as a sleeper. Fork balancing's idlest-CPU search is not modelled: a
-    /// task starts on the i-th pCPU of its affinity (task i, see `init`), and its first
-    /// wake-up keeps it there when that pCPU is idle. On an SMT host that start can share
-    /// a core that a search would avoid; docs/models.md (software-ft) shows how much it
-    /// can matter.
+    /// instead of as a sleeper, on the pCPU fork balancing finds (`find_idlest_cpu`)
+    /// or, with `fork_balance` off, on the i-th pCPU of its affinity (task i, see `init`)
+    /// when that pCPU is idle.
     fn wake(&mut self, ctx: &mut SchedCtx, t: TaskId) {
-        let cpu = self.select_task_rq(ctx, t);
+        let cpu = if self.tun.fork_balance && self.never_queued[t as usize] {
+            self.find_idlest_cpu(ctx, t)
+        } else {
+            self.select_task_rq(ctx, t)
+        };
         let new = std::mem::replace(&mut self.never_queued[t as usize], false);
         self.enqueue_task(ctx, t, cpu, !new, new);
         self.check_preempt_wakeup(ctx, t, cpu);
+    }
+
+    /// `find_idlest_cpu` (6.x `sched_balance_find_dst_cpu`; 4.15 the same walk) for a new
+    /// task: from the top domain down, the idlest group (socket, then core) and in the
+    /// last one the idlest CPU. A group with idle CPUs beats one without; among those,
+    /// more idle CPUs win (6.x `group_has_spare`); among busy ones, fewer runnable tasks
+    /// per CPU win, by more than the domain's imbalance_pct (117%). The local group (the
+    /// task's start pCPU's) wins ties, as in the kernel. In the chosen core: an idle CPU,
+    /// the lowest-numbered one, else the one with the fewest runnable tasks.
+    fn find_idlest_cpu(&mut self, ctx: &SchedCtx, t: TaskId) -> u32 {
+        let local = self.task_cpu[t as usize];
+        let aff = &ctx.view.tasks[t as usize].affinity;
+        let topo = &ctx.view.topo;
+        let idle = |c: usize| self.h_nr[c] == 0 && self.running[c].is_none();
+        // (idle CPUs, runnable tasks, allowed CPUs) of a set of pCPUs.
+        let stats = |cpus: &mut dyn Iterator<Item = usize>| {
+            cpus.filter(|&c| aff.contains(c))
+                .fold((0u64, 0u64, 0u64), |(i, r, n), c| {
+                    (i + idle(c) as u64, r + self.h_nr[c], n + 1)
+                })
+        };
+        // Whether group `a` is idler than group `b` (both (idle, runnable, allowed)).
+        let idler = |a: (u64, u64, u64), b: (u64, u64, u64)| {
+            if a.2 == 0 {
+                return false;
+            }
+            if b.2 == 0 {
+                return true;
+            }
+            match (a.0 > 0, b.0 > 0) {
+                (true, false) => true,
+                (false, true) => false,
+                (true, true) => a.0 > b.0,
+                // Fewer runnable per CPU by more than imbalance_pct: a.r/a.n * 117 < b.r/b.n * 100.
+                (false, false) => a.1 * b.2 * 117 < b.1 * a.2 * 100,
+            }
+        };
+        // The domains from the top down, each split into its groups: the machine into
+        // sockets, a socket into cores, a core into its CPUs. `group(level, c)` names the
+        // group of pCPU `c` at that level; `span(level, c)` says whether `c` is in the
+        // domain of the current CPU at that level.
+        let group = |level: usize, c: usize| match level {
+            0 => topo.cpus[c].socket as usize,
+            1 => topo.cpus[c].core as usize,
+            _ => c,
+        };
+        let n = self.ncpus;
+        let mut cpu = local as usize;
+        for level in 0..3 {
+            let in_domain = |c: usize| level == 0 || group(level - 1, c) == group(level - 1, cpu);
+            let members = |g: usize| (0..n).filter(move |&c| in_domain(c) && group(level, c) == g);
+            let local_group = group(level, cpu);
+            let mut best = stats(&mut members(local_group));
+            let mut idlest = None;
+            let mut groups: Vec<usize> = (0..n)
+                .filter(|&c| in_domain(c))
+                .map(|c| group(level, c))
+                .collect();
+            groups.dedup();
+            for g in groups {
+                let st = stats(&mut members(g));
+                if g != local_group && idler(st, best) {
+                    (idlest, best) = (Some(g), st);
+                }
+            }
+            if let Some(g) = idlest {
+                // find_idlest_group_cpu: an idle CPU, else the least loaded. Among idle
+                // CPUs the kernel takes the most recently idled (warmest cache); at a
+                // run's start all have idled since boot and it takes the lowest-numbered,
+                // which is what this takes at any time.
+                cpu = members(g)
+                    .filter(|&c| aff.contains(c))
+                    .min_by_key(|&c| (!idle(c), self.h_nr[c], c))
+                    .unwrap_or(cpu);
+            }
+        }
+        let cpu = cpu as u32;
+        let cpu = if aff.contains(cpu as usize) {
+            cpu
+        } else {
+            self.select_task_rq(ctx, t)
+        };
+        self.counters.bump(if cpu == local {
+            C_FORK_LOCAL
+        } else {
+            C_FORK_MOVED
+        });
+        cpu
     }
 
     /// `select_task_rq_fair` for a wake-up: the previous pCPU if idle, else an idle pCPU

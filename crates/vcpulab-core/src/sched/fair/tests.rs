@@ -35,6 +35,7 @@ fn tunables() -> Tunables {
         migration_cost: SimDuration(500_000),
         group_per_vm: false,
         tunable_scaling: false,
+        fork_balance: true,
     }
 }
 
@@ -307,4 +308,51 @@ fn longest_turns_keep_the_bound_of_the_shared_tunables() {
             assert_eq!(e.longest_turn(tick), want, "eevdf, k {k}, base {base}");
         }
     }
+}
+
+/// Where fork balancing starts `n` new tasks of full affinity on 2 sockets x 2 cores x 2
+/// threads, woken one after the other at time 0 (each wake sees the ones before it).
+fn fork_placement(n: usize, fork_balance: bool) -> Vec<u32> {
+    let ncpus = 8;
+    let mut v = view(n);
+    v.topo = Topology::new(2, 2, 2, 1);
+    for t in &mut v.tasks {
+        t.affinity = CpuSet::full(ncpus);
+    }
+    v.cpu_curr = vec![None; ncpus];
+    let mut out = SchedOut {
+        resched_pending: vec![false; ncpus],
+        ..Default::default()
+    };
+    let mut ctx = SchedCtx {
+        now: SimTime(0),
+        view: &v,
+        out: &mut out,
+    };
+    let mut f = Fair::new(
+        cfs(),
+        Tunables {
+            fork_balance,
+            ..tunables()
+        },
+    );
+    f.init(&mut ctx);
+    for t in 0..n as TaskId {
+        f.wake(&mut ctx, t);
+    }
+    f.task_cpu.clone()
+}
+
+#[test]
+fn fork_balancing_spreads_new_tasks_over_sockets_then_cores() {
+    // Task 0 stays on its start pCPU (every group ties); task 1's socket has one busy
+    // pCPU, the other none: it goes to the other socket's first idle pCPU; task 2 ties
+    // on sockets and stays local on an idle core; task 3 goes to the idle core of socket 1.
+    assert_eq!(fork_placement(4, true), vec![0, 4, 2, 6]);
+    // Eight tasks fill every pCPU once.
+    let mut all = fork_placement(8, true);
+    all.sort();
+    assert_eq!(all, (0..8).collect::<Vec<u32>>());
+    // Without it, task i starts on pCPU i: the first four share two cores.
+    assert_eq!(fork_placement(4, false), vec![0, 1, 2, 3]);
 }
