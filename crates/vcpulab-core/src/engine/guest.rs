@@ -342,15 +342,18 @@ impl<S: Scheduler> Sim<'_, S> {
                 }
                 if wl.units_left.is_some() {
                     wl.units_running -= 1;
+                    self.st.threads[id as usize].holds_unit = false;
                     if wl.units_left == Some(0) && wl.units_running == 0 {
                         wl.finished_at = Some(now);
                     }
                 }
             }
             let th = &mut self.st.threads[id as usize];
-            if th.pc == 0 {
+            if th.pc == 0 && !th.holds_unit {
                 // A finite workload hands out its units one loop at a time (sysbench's
-                // event counter); with none left the thread exits.
+                // event counter); with none left the thread exits. A thread back at its
+                // first operation after blocking there (a mutex it found held) is still
+                // in the loop it took a unit for.
                 let wl = &mut self.st.workloads[w];
                 match wl.units_left {
                     Some(0) => {
@@ -360,6 +363,7 @@ impl<S: Scheduler> Sim<'_, S> {
                     Some(left) => {
                         wl.units_left = Some(left - 1);
                         wl.units_running += 1;
+                        th.holds_unit = true;
                     }
                     None => {}
                 }

@@ -202,6 +202,9 @@ struct Thread {
     io_wake_below: u32,
     /// Its pending writes went through its VM's Kemari event-tap.
     kemari_io: bool,
+    /// It took a unit of its finite workload (`units_left`) for the loop it is in; a
+    /// thread that blocks on its first operation and retries it must not take another.
+    holds_unit: bool,
     // Line 1.
     /// The request being served (guest threads) or the packet being forwarded (backends).
     packet: Option<Packet>,
@@ -239,6 +242,7 @@ impl Thread {
             io_wake_below: 1,
             io_tail: SimTime::ZERO,
             kemari_io: false,
+            holds_unit: false,
             lookbusy: None,
         }
     }

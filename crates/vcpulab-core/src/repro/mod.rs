@@ -47,6 +47,11 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         include_str!("../../../../scenarios/reproductions/kvm-ple-short/scenario.toml"),
     ),
     (
+        "kvm-ple-artifact",
+        include_str!("../../../../scenarios/reproductions/kvm-ple-artifact/experiment.toml"),
+        include_str!("../../../../scenarios/reproductions/kvm-ple-artifact/scenario.toml"),
+    ),
+    (
         "flms-balance",
         include_str!("../../../../scenarios/reproductions/flms-balance/experiment.toml"),
         include_str!("../../../../scenarios/reproductions/flms-balance/scenario.toml"),
@@ -524,8 +529,19 @@ pub fn reference_case(exp: &Experiment, case: &str, metric: &str) -> Option<Stri
     Some(ids.join("/"))
 }
 
-/// Looks up a figure in a summary: `vm.<name>.<field>` or a dotted JSON path.
+/// Looks up a figure in a summary: `vm.<name>.<field>`, `vm.*.<field>` (the sum over all
+/// VMs, e.g. the host's total PLE exits; none if a VM lacks the field) or a dotted JSON
+/// path.
 pub fn extract(summary: &serde_json::Value, path: &str) -> Option<f64> {
+    if let Some(field) = path.strip_prefix("vm.*.") {
+        let vms = summary["vms"].as_array()?;
+        let mut total = 0.0;
+        for vm in vms {
+            let name = vm["name"].as_str()?;
+            total += extract(summary, &format!("vm.{name}.{field}"))?;
+        }
+        return Some(total);
+    }
     let mut parts = path.split('.');
     let mut cur = summary;
     if path.starts_with("vm.") {
@@ -551,6 +567,21 @@ pub use run::{
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_star_sums_a_field_over_the_vms() {
+        let s = serde_json::json!({"vms": [
+            {"name": "a", "ple": {"exits": 3}},
+            {"name": "b", "ple": {"exits": 4}},
+        ]});
+        assert_eq!(super::extract(&s, "vm.*.ple.exits"), Some(7.0));
+        assert_eq!(super::extract(&s, "vm.b.ple.exits"), Some(4.0));
+        let missing = serde_json::json!({"vms": [
+            {"name": "a", "ple": {"exits": 3}},
+            {"name": "b", "ple": null},
+        ]});
+        assert_eq!(super::extract(&missing, "vm.*.ple.exits"), None);
+    }
+
     #[test]
     fn every_built_in_experiment_states_its_claims() {
         for e in super::experiments() {

@@ -25,6 +25,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("swaptions", "PARSEC swaptions: CPU-bound Monte Carlo (the papers' noise VM); ops/s"),
     ("raytrace", "PARSEC raytrace: long compute, little synchronisation; ops/s"),
     ("vips", "PARSEC vips: image pipeline with heavy synchronisation (locks, wake-ups, munmap IPIs); ops/s"),
+    ("dedup", "PARSEC dedup: a finite run of a 5-stage pipeline (fragment, refine, deduplicate, compress, reorder) over queue mutexes, futex wake-ups and a hot hash bucket; batches/s, completion_s"),
     ("timer-rt", "an RT-priority thread woken by a periodic timer; latency = timer expiry to the thread running"),
     ("dhrystone", "Dhrystone 2.1: CPU load, loops/s"),
     ("iozone", "IOzone write (page cache; each flush written back at once, or in request_kib requests, up to queue_depth in flight) or read (record by record from disk) test; flushes/s, KB/s with record_kib"),
@@ -141,6 +142,18 @@ pub const KIND_KEYS: &[(&str, &[KeyInfo])] = &[
     (
         "vips",
         &[BENCHMARK_KEYS[0], BENCHMARK_KEYS[1], key("unit", "ops/s")],
+    ),
+    (
+        "dedup",
+        &[
+            key("threads", "one per vCPU (PARSEC's -t)"),
+            BENCHMARK_KEYS[1],
+            key(
+                "input_mib",
+                "64 (MiB of input; the run ends when it is done)",
+            ),
+            key("unit", "batches/s"),
+        ],
     ),
     (
         "timer-rt",
@@ -374,6 +387,138 @@ fn benchmark_ops(kind: &str, work: f64, lock: LockKind) -> Option<(Vec<Op>, &'st
         ),
         _ => return None,
     })
+}
+
+/// PARSEC dedup's encoder (`pkgs/kernels/dedup/src/encoder.c`, `dedupdef.h`, `config.h`,
+/// `rabin.h` of PARSEC 3.0; read in public copies of the PARSEC tree), as a finite run.
+///
+/// The program: `Fragment` (1 thread) cuts the input into coarse chunks of about
+/// `ANCHOR_JUMP` = 2 MiB; `FragmentRefine` (`-t N` threads) cuts each into fine chunks with
+/// a Rabin rolling fingerprint (`NWINDOW` 32 bytes, an anchor where the low 12 bits are 0:
+/// `RabinMask` 0xfff, so ~4 KiB on average); `Deduplicate` (N threads) takes each chunk's
+/// SHA-1 and looks it up in a hash table of 65,536 buckets with a pthread mutex per bucket
+/// (`hashtable_getlock`); `Compress` (N threads) gzips each new chunk (zlib `compress()`,
+/// level 6); `Reorder` (1 thread) writes them out in order. Stages pass chunks through
+/// queues (`queue.c`: a pthread mutex and condition variables) in batches of 20
+/// (`ITEM_PER_FETCH`, `ITEM_PER_INSERT`, `CHUNK_ANCHOR_PER_INSERT`); the threads of a
+/// stage share a queue four at a time (`MAX_THREADS_PER_QUEUE` 4, so ceil(N/4) queues
+/// between two stages).
+///
+/// The guest model has no queues or condition variables (a thread loops over its own
+/// operations), so the pipeline is modelled by its batches: each of the `threads` threads
+/// (default one per vCPU, i.e. `-t` = vCPUs) carries one batch of 20 fine chunks through
+/// all five stages per loop, and the run ends after `input_mib` of input (20 x 4 KiB per
+/// batch). What is kept: the CPU work per byte of every stage, the serial stages (a mutex
+/// held for the stage's work, so batches pass them one at a time as through one thread),
+/// the queue mutexes per group of four threads, the kernel work of each hand-off (the
+/// condition variable's futex wake: the futex hash-bucket spinlock and the woken task's
+/// run-queue lock, kernel spinlocks that PLE), and the contended hash bucket. What is not:
+/// a stage's threads blocking on an empty queue while another stage lags (here a thread
+/// goes straight on), 3N+2 threads (here N), and the asynchronous reschedule IPI that wakes
+/// a consumer on a halted vCPU (the engine's IPIs are barriers the sender waits on).
+///
+/// Costs per batch of 20 chunks, at the host's base clock (`work` scales the compute):
+/// - refine: 20 x 12 us. Measured (2026-11-27, this project's build machine, a 2.3 GHz
+///   Xeon shared with other jobs): a rolling-window table hash of rabinseg's shape (32-byte
+///   window, 0xfff mask) runs at 2.9-3.6 ns per byte, 4,065-byte mean segments
+///   (`gcc -O2`, 64 MiB of random bytes): ~12 us per 4 KiB.
+/// - deduplicate: 20 x 10 us of SHA-1. Assumed: PARSEC's plain-C SHA-1 at ~400 MB/s;
+///   OpenSSL's SHA-1 (Python's hashlib) measured 3.7 us per 4 KiB on the same machine,
+///   a lower bound.
+/// - compress: 20 x 116 us. Measured the same day: zlib level 6 (`compress()`'s default)
+///   on 4 KiB pieces of this repository's Rust source, 116 us each (35 MB/s). Every chunk
+///   is taken as new (no duplicates skip the stage): assumed, an upper bound.
+/// - fragment: 1 us per batch under the fragment mutex. Assumed: the serial stage only
+///   jumps 2 MiB and scans to the next anchor (~12 us per coarse chunk of ~25 batches at
+///   the rate above) and enqueues one chunk.
+/// - reorder: 30 us per batch under the reorder mutex. Assumed: 20 write()s of the
+///   compressed chunks (~30 KiB) into the page cache at ~2 GB/s plus the syscalls.
+/// - each of the four hand-offs (fragment -> refine -> deduplicate -> compress ->
+///   reorder): the queue mutex held 1 us, 2 us of kernel work (futex wake/wait), the
+///   futex hash-bucket spinlock (one per queue) and the woken task's run-queue lock (one
+///   per vCPU) held 0.3 us each, as hackbench's (assumed).
+/// - the hash bucket: 2 us per batch under one mutex. Runs of zero bytes defeat the Rabin
+///   anchor (every 32 bytes is a cut), so all-zero chunks pile onto one bucket: "about
+///   200,000" such blocks in the native input and lock contention on that bucket that
+///   "severely limits the scalability" (A. Clements, parsec-users, 2011-07-28). Here all
+///   20 lookups of a batch (0.1 us each, assumed) are taken under that one lock: the share
+///   of lookups that hit it is not published, and all of them is an upper bound.
+fn dedup_ops(
+    t: &Table,
+    locks: &mut Vec<String>,
+    spin: LockKind,
+    vcpus: u32,
+) -> Res<(Vec<Op>, u64, u32)> {
+    let work = t.opt_f64("work", 0.001, 1000.0)?.unwrap_or(1.0);
+    let input_mib = t.opt_u64("input_mib", 1, 1 << 30)?.unwrap_or(64);
+    let threads = t.opt_u64("threads", 0, 1_000_000)?.unwrap_or(vcpus as u64) as u32;
+    const CHUNK_KIB: u64 = 4;
+    const BATCH: u64 = 20;
+    let batches = (input_mib * 1024).div_ceil(CHUNK_KIB * BATCH);
+    let queues = threads.div_ceil(4).max(1);
+    // The VM's lock table: this workload's locks, in the order of the ids below.
+    let base = locks.len() as u32;
+    let mut next = base;
+    let mut add = |name: &str, shards: u32| {
+        let id = next;
+        for k in 0..shards {
+            locks.push(format!("dedup#{base}#{name}#{k}"));
+        }
+        next += shards;
+        id
+    };
+    let fragment = add("fragment", 1);
+    let queue_locks: Vec<u32> = (0..4).map(|i| add(&format!("queue{i}"), queues)).collect();
+    let futex_locks: Vec<u32> = (0..4).map(|i| add(&format!("futex{i}"), queues)).collect();
+    let runqueue = add("rq", vcpus.max(1));
+    let bucket = add("bucket", 1);
+    let reorder = add("reorder", 1);
+    let us = |x: f64| Dist::Fixed(x * 1e3);
+    let user = |x: f64| Op::Compute {
+        work: Work::Time(us(x * work)),
+        mode: Mode::User,
+    };
+    let mutex = |lock: u32, hold: f64, shards: u32| Op::Lock {
+        lock,
+        hold: us(hold),
+        kind: LockKind::Mutex,
+        mode: Mode::User,
+        shards,
+    };
+    let handoff = |i: usize| {
+        vec![
+            mutex(queue_locks[i], 1.0, queues),
+            Op::Compute {
+                work: Work::Time(us(2.0)),
+                mode: Mode::Kernel,
+            },
+            Op::Lock {
+                lock: futex_locks[i],
+                hold: us(0.3),
+                kind: spin,
+                mode: Mode::Kernel,
+                shards: queues,
+            },
+            Op::Lock {
+                lock: runqueue,
+                hold: us(0.3),
+                kind: spin,
+                mode: Mode::Kernel,
+                shards: vcpus.max(1),
+            },
+        ]
+    };
+    let mut ops = vec![mutex(fragment, 1.0, 1)];
+    ops.extend(handoff(0));
+    ops.push(user(20.0 * 12.0)); // refine
+    ops.extend(handoff(1));
+    ops.push(user(20.0 * 10.0)); // SHA-1
+    ops.push(mutex(bucket, 2.0, 1));
+    ops.extend(handoff(2));
+    ops.push(user(20.0 * 116.0)); // gzip
+    ops.extend(handoff(3));
+    ops.push(mutex(reorder, 30.0, 1));
+    Ok((ops, batches, threads))
 }
 
 /// sysbench cpu, default event cost. Calibrated once, from the blog 001 single-thread
@@ -702,6 +847,12 @@ pub(super) fn expand(
                     (ops, "flushes/s".into())
                 }
             }
+        }
+        "dedup" => {
+            let (ops, batches, threads) = dedup_ops(t, locks, default_lock, vcpus)?;
+            total_units = Some(batches);
+            default_threads = threads;
+            (ops, "batches/s".into())
         }
         other => {
             let work = t.opt_f64("work", 0.001, 1000.0)?.unwrap_or(1.0);
