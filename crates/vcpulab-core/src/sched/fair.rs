@@ -396,6 +396,10 @@ impl<P: FairPolicy> Fair<P> {
             .enumerate()
             .map(|(i, t)| t.affinity.nth_wrapping(i).unwrap() as u32)
             .collect();
+        if v.topo.threads_per_core == 1 {
+            // PR_SCHED_CORE fails with ENODEV without SMT: no task gets a cookie.
+            self.core = None;
+        }
         if let Some(cs) = &mut self.core {
             cs.init(v);
         }

@@ -44,6 +44,9 @@
 //!   `try_steal_cookie`), the cookie check in load balancing (`can_migrate_task`), and the
 //!   cookie match in the slow (idlest group) wake-up path; RT and other classes (every
 //!   task is fair). The cookie and the core's state change only at core-wide picks.
+//! - **No SMT.** `prctl(PR_SCHED_CORE)` fails with ENODEV when the machine has no SMT
+//!   (`sched_core_share_pid`), so on a host of one thread per core no task gets a cookie:
+//!   `core_sched` is then inert, and the run is exactly that of "off".
 //! - `cfs` with `core_sched` is the 4.15 fair class under 5.14's core scheduling, a
 //!   combination no kernel shipped: the core-wide rules are the same for both policies.
 
@@ -415,5 +418,240 @@ impl<P: FairPolicy> Fair<P> {
             self.core.as_mut().unwrap().counters.bump(C_CORE_TICK);
             ctx.resched(cpu);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Hand-built states on one core of two SMT siblings (pCPUs 0 and 1), driven as the
+    //! engine drives a scheduler: a hook, then every pCPU it asked to reschedule picks,
+    //! and the view follows the picks.
+    use super::*;
+    use crate::sched::eevdf::{Eevdf, YieldCounts};
+    use crate::sched::fair::Tunables;
+    use crate::sched::{RunState, SchedOut, Scheduler, TaskInfo};
+    use crate::time::SimDuration;
+    use crate::topology::{CpuSet, Topology};
+
+    /// One core, two threads; task i: (vm, host thread, pinned pCPU).
+    fn view(tasks: &[(u32, bool, usize)]) -> SchedView {
+        SchedView {
+            topo: Topology::new(1, 1, 2, 1),
+            tasks: tasks
+                .iter()
+                .enumerate()
+                .map(|(i, &(vm, host_thread, cpu))| TaskInfo {
+                    vm,
+                    index: i as u32,
+                    affinity: CpuSet::parse(&cpu.to_string()).unwrap(),
+                    weight: 256,
+                    cap: 0,
+                    class: None,
+                    latency_vcpu: false,
+                    host_thread,
+                    rt: Default::default(),
+                })
+                .collect(),
+            state: vec![RunState::Halted; tasks.len()],
+            cpu_curr: vec![None; 2],
+            nvms: tasks.iter().map(|t| t.0 + 1).max().unwrap_or(1),
+        }
+    }
+
+    fn fair(mode: CoreSchedMode) -> Fair<Eevdf> {
+        let policy = Eevdf {
+            base_slice: SimDuration(750_000),
+            pick_buddy: true,
+            forfeit_on_yield: false,
+            yields: YieldCounts::default(),
+            period_floor: SimDuration(6_000_000),
+        };
+        let tun = Tunables {
+            tick: SimDuration(4_000_000),
+            migration_cost: SimDuration(500_000),
+            group_per_vm: false,
+            tunable_scaling: false,
+        };
+        let mut f = Fair::new(policy, tun);
+        f.core = Some(Box::new(CoreSched::new(mode)));
+        f
+    }
+
+    /// Runs `hook` at `now`, then the reschedules it asked for (and those they ask for),
+    /// updating the view as the engine would.
+    fn drive(
+        f: &mut Fair<Eevdf>,
+        v: &mut SchedView,
+        now: SimTime,
+        hook: impl FnOnce(&mut Fair<Eevdf>, &mut SchedCtx),
+    ) {
+        let mut out = SchedOut {
+            resched_pending: vec![false; 2],
+            ..Default::default()
+        };
+        hook(
+            f,
+            &mut SchedCtx {
+                now,
+                view: v,
+                out: &mut out,
+            },
+        );
+        let mut queue = std::mem::take(&mut out.resched);
+        let mut i = 0;
+        while i < queue.len() {
+            let cpu = queue[i];
+            i += 1;
+            let prev = v.cpu_curr[cpu as usize];
+            let mut o = SchedOut {
+                resched_pending: vec![false; 2],
+                ..Default::default()
+            };
+            let next = f.pick_next(
+                &mut SchedCtx {
+                    now,
+                    view: v,
+                    out: &mut o,
+                },
+                cpu,
+                prev,
+            );
+            if let Some(p) = prev {
+                v.state[p as usize] = RunState::Runnable;
+            }
+            v.cpu_curr[cpu as usize] = next;
+            if let Some(n) = next {
+                v.state[n as usize] = RunState::Running(cpu);
+            }
+            queue.extend(o.resched);
+        }
+    }
+
+    fn start(f: &mut Fair<Eevdf>, v: &mut SchedView) {
+        drive(f, v, SimTime(0), |f, ctx| Scheduler::init(f, ctx));
+    }
+
+    fn wake(f: &mut Fair<Eevdf>, v: &mut SchedView, t: TaskId, now: SimTime) {
+        v.state[t as usize] = RunState::Runnable;
+        drive(f, v, now, |f, ctx| Scheduler::wake(f, ctx, t));
+    }
+
+    fn counter(f: &Fair<Eevdf>, name: &str) -> u64 {
+        let cs = f.core.as_ref().unwrap();
+        cs.counters
+            .list()
+            .into_iter()
+            .find(|c| c.0 == name)
+            .unwrap()
+            .1
+    }
+
+    /// Two VMs' vCPUs, one pinned to each sibling: the second to wake takes the core (ties
+    /// go to the picking pCPU) and the first's sibling is forced idle, counted and timed.
+    #[test]
+    fn two_cookies_on_one_core_force_a_sibling_idle() {
+        let mut v = view(&[(0, false, 0), (1, false, 1)]);
+        let mut f = fair(CoreSchedMode::Vm);
+        start(&mut f, &mut v);
+        wake(&mut f, &mut v, 0, SimTime(0));
+        assert_eq!(v.cpu_curr, vec![Some(0), None]);
+        wake(&mut f, &mut v, 1, SimTime(1_000));
+        assert_eq!(
+            v.cpu_curr,
+            vec![None, Some(1)],
+            "pCPU 0 follows the new cookie"
+        );
+        assert!(f.check(&v).is_ok());
+        assert_eq!(counter(&f, "core_forced_idle"), 1);
+        assert_eq!(counter(&f, "core_resched_sibling"), 1);
+        assert_eq!(counter(&f, "core_pick_follow_sibling"), 1);
+        let fi = Scheduler::forced_idle_ns(&f, SimTime(11_000)).unwrap();
+        assert_eq!(fi, vec![10_000, 0], "pCPU 0 forced idle since t = 1 us");
+    }
+
+    /// The same two vCPUs in one VM share a cookie under "vm" and run side by side; under
+    /// "vcpu" each has its own and they cannot.
+    #[test]
+    fn one_vm_shares_a_core_under_vm_cookies_but_not_under_vcpu_cookies() {
+        for (mode, both) in [(CoreSchedMode::Vm, true), (CoreSchedMode::Vcpu, false)] {
+            let mut v = view(&[(0, false, 0), (0, false, 1)]);
+            let mut f = fair(mode);
+            start(&mut f, &mut v);
+            wake(&mut f, &mut v, 0, SimTime(0));
+            wake(&mut f, &mut v, 1, SimTime(1_000));
+            let running = v.cpu_curr.iter().filter(|c| c.is_some()).count();
+            assert_eq!(running, if both { 2 } else { 1 }, "{mode:?}");
+            assert!(f.check(&v).is_ok());
+            assert_eq!(
+                counter(&f, "core_forced_idle"),
+                u64::from(!both),
+                "{mode:?}"
+            );
+        }
+    }
+
+    /// Host threads are untagged: two of them (of different VMs) co-run; an untagged one
+    /// and a vCPU do not.
+    #[test]
+    fn untagged_host_threads_co_run_with_each_other_not_with_a_vcpu() {
+        let mut v = view(&[(0, true, 0), (1, true, 1)]);
+        let mut f = fair(CoreSchedMode::Vcpu);
+        start(&mut f, &mut v);
+        wake(&mut f, &mut v, 0, SimTime(0));
+        wake(&mut f, &mut v, 1, SimTime(1_000));
+        assert_eq!(v.cpu_curr, vec![Some(0), Some(1)]);
+        assert_eq!(f.core.as_ref().unwrap().cookie, vec![0, 0]);
+
+        let mut v = view(&[(0, true, 0), (0, false, 1)]);
+        let mut f = fair(CoreSchedMode::Vm);
+        start(&mut f, &mut v);
+        wake(&mut f, &mut v, 0, SimTime(0));
+        wake(&mut f, &mut v, 1, SimTime(1_000));
+        assert_eq!(
+            v.cpu_curr,
+            vec![None, Some(1)],
+            "the host thread is forced idle"
+        );
+        assert!(f.check(&v).is_ok());
+    }
+
+    /// During forced idle `min_vruntime_fi` stays where forced idle began, so the running
+    /// cookie's vruntime grows against the waiting one's; the tick (task_tick_core)
+    /// re-runs the core-wide pick and the waiting vCPU gets the core.
+    #[test]
+    fn the_tick_hands_the_core_to_the_forced_idle_sibling() {
+        let mut v = view(&[(0, false, 0), (1, false, 1)]);
+        let mut f = fair(CoreSchedMode::Vm);
+        start(&mut f, &mut v);
+        wake(&mut f, &mut v, 0, SimTime(0));
+        wake(&mut f, &mut v, 1, SimTime(1_000));
+        assert_eq!(v.cpu_curr, vec![None, Some(1)]);
+        drive(&mut f, &mut v, SimTime(4_001_000), |f, ctx| {
+            Scheduler::timer(f, ctx, 1)
+        });
+        assert_eq!(counter(&f, "core_tick_forceidle_resched"), 1);
+        assert_eq!(
+            v.cpu_curr,
+            vec![Some(0), None],
+            "task 0 takes the core back"
+        );
+        assert!(f.check(&v).is_ok());
+        let fi = Scheduler::forced_idle_ns(&f, SimTime(4_001_000)).unwrap();
+        assert_eq!(fi, vec![4_000_000, 0]);
+    }
+
+    /// The invariant itself: two cookies running on one core at once is reported.
+    #[test]
+    fn check_reports_two_cookies_on_one_core() {
+        let mut v = view(&[(0, false, 0), (1, false, 1), (0, true, 1)]);
+        let mut f = fair(CoreSchedMode::Vm);
+        start(&mut f, &mut v);
+        v.cpu_curr = vec![Some(0), Some(1)];
+        let err = f.check(&v).unwrap_err();
+        assert!(err.contains("core 0"), "{err}");
+        v.cpu_curr = vec![Some(0), Some(2)];
+        assert!(f.check(&v).is_err(), "an untagged task beside a tagged one");
+        v.cpu_curr = vec![Some(0), None];
+        assert!(f.check(&v).is_ok());
     }
 }
