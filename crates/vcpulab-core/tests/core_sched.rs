@@ -17,8 +17,13 @@ fn checked() -> RunOptions {
 }
 
 /// The shipped scenario (svc beside hog on 4 x 2 threads), shortened, with `scheduler`
-/// as its `[scheduler]` table body and `host` appended to `[host]`.
+/// as its `[scheduler]` table body and `host` in place of its `threads_per_core` line.
 fn shipped(scheduler: &str, host: &str) -> Scenario {
+    let host = if host.is_empty() {
+        "threads_per_core = 2"
+    } else {
+        host
+    };
     let text = SHIPPED
         .replace("duration = \"1s\"", "duration = \"200ms\"")
         .replace("warmup = \"100ms\"", "warmup = \"20ms\"")
@@ -26,7 +31,7 @@ fn shipped(scheduler: &str, host: &str) -> Scenario {
             "[scheduler]\nname = \"eevdf\"",
             &format!("[scheduler]\n{scheduler}"),
         )
-        .replace("base_ghz = 3.0", &format!("base_ghz = 3.0\n{host}"));
+        .replace("threads_per_core = 2", host);
     Scenario::from_toml_str(&text, "core-sched.toml").unwrap_or_else(|e| panic!("{e}"))
 }
 

@@ -44,6 +44,9 @@
 //!   `try_steal_cookie`), the cookie check in load balancing (`can_migrate_task`), and the
 //!   cookie match in the slow (idlest group) wake-up path; RT and other classes (every
 //!   task is fair). The cookie and the core's state change only at core-wide picks.
+//! - A pCPU halt-polling for a halted vCPU (`[kvm] halt_poll_ns`) does not hold that
+//!   vCPU's cookie on its core: the engine has descheduled the vCPU, while in the kernel
+//!   the polling vCPU thread still runs, with its cookie.
 //! - **No SMT.** `prctl(PR_SCHED_CORE)` fails with ENODEV when the machine has no SMT
 //!   (`sched_core_share_pid`), so on a host of one thread per core no task gets a cookie:
 //!   `core_sched` is then inert, and the run is exactly that of "off".
