@@ -531,7 +531,7 @@ mod tests {
     }
 
     fn start(f: &mut Fair<Eevdf>, v: &mut SchedView) {
-        drive(f, v, SimTime(0), |f, ctx| Scheduler::init(f, ctx));
+        drive(f, v, SimTime(0), Scheduler::init);
     }
 
     fn wake(f: &mut Fair<Eevdf>, v: &mut SchedView, t: TaskId, now: SimTime) {
