@@ -294,6 +294,13 @@ def summary_text(s: Mapping[str, Any], verbose: bool = False) -> str:
                      f"busy {num(h['busy_time_s'])} s", f"idle {num(h['idle_time_s'])} s",
                      f"overhead {num(h['overhead_time_s'])} s", f"{h['context_switches']} context switches"),
              "host        "),
+    ]
+    core = h.get("core_sched")
+    if core:
+        per_core = ", ".join(f"{v:.1f}%" for v in core["forced_idle_pct_per_core"])
+        out.append(wrap(f"forced idle {core['forced_idle_pct']:.1f}% of pCPU time (per core: {per_core})",
+                        "core sched  "))
+    out += [
         wrap(f"{mig.get('total', 0)} ({pairs(mig, skip=('total', 'cross_socket_share')) or 'none'})"
              + (f", {pct(mig['cross_socket_share'])} across sockets" if mig.get("cross_socket_share") is not None
                 else ""), "migrations  "),

@@ -197,6 +197,7 @@ _OTHER_COLUMNS = {
     "host.idle_time_s": ("host idle time", "s"),
     "host.overhead_time_s": ("host switch and migration overhead", "s"),
     "host.context_switches": ("context switches", "count"),
+    "host.core_sched.forced_idle_pct": ("core scheduling forced idle", "% of pCPU time"),
     "host.pcpus": ("pCPUs", "count"),
     "fairness.jain_vm": ("Jain fairness over VMs", "1 = fair"),
     "events": ("simulated events", "count"),

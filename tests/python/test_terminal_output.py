@@ -232,6 +232,19 @@ def test_run_on_an_ft_scenario_shows_syncs_stopped_time_and_host_threads(ft_toml
     assert "0: timer-rt" in text and "1: program" in text
 
 
+def test_run_shows_core_scheduling_forced_idle_only_when_on(tmp_path):
+    shipped = (ROOT / "scenarios/reproductions/core-sched/scenario.toml").read_text(encoding="utf-8")
+    shipped = shipped.replace('duration = "1s"', 'duration = "200ms"').replace('warmup = "100ms"', 'warmup = "0s"')
+    on, off = tmp_path / "on.toml", tmp_path / "off.toml"
+    on.write_text(shipped.replace('name = "eevdf"', 'name = "eevdf"\ncore_sched = "vcpu"'), encoding="utf-8")
+    off.write_text(shipped, encoding="utf-8")
+    text = _fits(_cli("run", str(on)))
+    core = json.loads(_cli("run", str(on), "--json").stdout)["host"]["core_sched"]
+    assert core["forced_idle_pct"] > 0
+    assert f"core sched  forced idle {core['forced_idle_pct']:.1f}% of pCPU time" in text
+    assert "core sched" not in _fits(_cli("run", str(off)))
+
+
 def test_sweep_compare_validate_reproduce_fit(tmp_path, kvm_toml):
     sweep = tmp_path / "sweep.toml"
     sweep.write_text(f'base = "{kvm_toml}"\n\n[set]\nduration = "100ms"\nwarmup = "0s"\n\n'

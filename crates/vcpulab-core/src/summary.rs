@@ -247,6 +247,18 @@ pub struct HostSummary {
     pub utilization: f64,
     pub context_switches: u64,
     pub migrations: MigrationSummary,
+    /// Linux core scheduling (`[scheduler] core_sched` "vm" or "vcpu"); absent when off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub core_sched: Option<CoreSchedSummary>,
+}
+
+/// Forced idle under core scheduling: pCPU time spent idle with tasks runnable because a
+/// sibling ran another cookie, in percent of pCPU time over the measured run.
+#[derive(Clone, Debug, Serialize)]
+pub struct CoreSchedSummary {
+    pub forced_idle_pct: f64,
+    /// Per core (in core order): its siblings' forced idle over their time.
+    pub forced_idle_pct_per_core: Vec<f64>,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -192,6 +192,7 @@ fn the_gang_check_catches_two_vms_on_one_core() {
         cap: 0,
         class: None,
         latency_vcpu: false,
+        host_thread: false,
         rt: Default::default(),
     };
     let mut view = SchedView {

@@ -62,6 +62,7 @@ impl<'m, S: Scheduler> Sim<'m, S> {
                     cap: vm.cap,
                     class: vm.class,
                     latency_vcpu: i < vm.latency_vcpus,
+                    host_thread: false,
                     rt: vm.rt,
                 });
                 tasks.push(Task::new(
@@ -128,6 +129,7 @@ impl<'m, S: Scheduler> Sim<'m, S> {
                 cap: 0,
                 class: None,
                 latency_vcpu: false,
+                host_thread: true,
                 rt: Default::default(),
             });
             tasks.push(Task::new(owner, 0));
@@ -270,6 +272,7 @@ impl<'m, S: Scheduler> Sim<'m, S> {
             costs_migration: host.costs.migration,
             costs_ipi: host.costs.ipi,
             sched_counters_at_warmup: Vec::new(),
+            forced_idle_at_warmup: Vec::new(),
             trace: opts_trace.map(|(a, b)| trace::Tracer::new(SimTime(a), SimTime(b))),
             kvm: KvmState::new(model, ntasks),
             starvation_bound: None,

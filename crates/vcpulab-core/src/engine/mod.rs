@@ -494,6 +494,9 @@ struct State {
     costs_migration: [SimDuration; 4],
     costs_ipi: SimDuration,
     sched_counters_at_warmup: Vec<(&'static str, u64)>,
+    /// The scheduler's forced-idle time per pCPU at the end of the warm-up (core
+    /// scheduling; empty otherwise).
+    forced_idle_at_warmup: Vec<u64>,
     trace: Option<trace::Tracer>,
     kvm: KvmState,
     /// Tasks 0..n_vcpu_tasks are vCPUs; the rest are host threads.

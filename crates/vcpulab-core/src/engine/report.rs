@@ -136,7 +136,33 @@ impl<S: Scheduler> Sim<'_, S> {
             h.clear();
         }
         self.st.sched_counters_at_warmup = self.sched.counters();
+        self.st.forced_idle_at_warmup = self.sched.forced_idle_ns(self.st.now).unwrap_or_default();
         self.st.ft.reset_metrics();
+    }
+
+    /// Forced idle under core scheduling, in percent of pCPU time over the measured
+    /// part of the run: the host's, and each core's (its siblings' over theirs).
+    fn core_sched_summary(&self, measured: crate::time::SimDuration) -> Option<CoreSchedSummary> {
+        let now_ns = self.sched.forced_idle_ns(self.st.now)?;
+        let warm = &self.st.forced_idle_at_warmup;
+        let fi: Vec<u64> = now_ns
+            .iter()
+            .enumerate()
+            .map(|(c, &ns)| ns - warm.get(c).copied().unwrap_or(0))
+            .collect();
+        let topo = &self.view.topo;
+        let span = measured.ns().max(1) as f64;
+        let pct = |ns: u64, cpus: usize| 100.0 * ns as f64 / (span * cpus.max(1) as f64);
+        let per_core = (0..topo.ncores())
+            .map(|k| {
+                let cpus: Vec<usize> = topo.core_cpus(k as u32).collect();
+                pct(cpus.iter().map(|&c| fi[c]).sum(), cpus.len())
+            })
+            .collect();
+        Some(CoreSchedSummary {
+            forced_idle_pct: pct(fi.iter().sum(), fi.len()),
+            forced_idle_pct_per_core: per_core,
+        })
     }
 
     fn summary(&self) -> Summary {
@@ -325,6 +351,7 @@ impl<S: Scheduler> Sim<'_, S> {
                 utilization: busy as f64 / (measured.ns() as f64 * self.st.cpus.len() as f64),
                 context_switches: h.context_switches,
                 migrations: MigrationSummary::from(h.migrations),
+                core_sched: self.core_sched_summary(measured),
             },
             fairness: FairnessSummary {
                 jain_vm: jain(&demanding),

@@ -102,6 +102,11 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         include_str!("../../../../scenarios/reproductions/xen-pvcc/scenario.toml"),
     ),
     (
+        "core-sched",
+        include_str!("../../../../scenarios/reproductions/core-sched/experiment.toml"),
+        include_str!("../../../../scenarios/reproductions/core-sched/scenario.toml"),
+    ),
+    (
         "halt-poll",
         include_str!("../../../../scenarios/reproductions/halt-poll/experiment.toml"),
         include_str!("../../../../scenarios/reproductions/halt-poll/scenario.toml"),

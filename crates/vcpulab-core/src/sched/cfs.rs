@@ -75,6 +75,7 @@ use crate::time::SimDuration;
 pub const DESCRIPTION: &str = "Linux 4.15 CFS: vruntime queues, buddies, yield_to as upstream, load balancing, optional cgroup per VM";
 
 pub const PARAMS: &[ParamInfo] = &[
+    super::fair::CORE_SCHED_PARAM,
     ParamInfo {
         name: "latency",
         kind: ParamKind::Duration,
@@ -374,7 +375,7 @@ impl super::Registered for Cfs {
         pools: super::Pools::None,
     };
     fn build(p: &Params) -> Fair<Cfs> {
-        new(p)
+        new(p).with_core_sched(p)
     }
     fn event_period(p: &Params) -> Option<crate::time::SimDuration> {
         Some(p.duration("tick").min(p.duration("min_granularity")))

@@ -75,6 +75,7 @@ use crate::time::SimDuration;
 pub const DESCRIPTION: &str = "Linux 6.6+ EEVDF: eligibility by lag, earliest virtual deadline, 6.6, 6.14 or 6.19 buddy and yield rule, yield_to";
 
 pub const PARAMS: &[ParamInfo] = &[
+    super::fair::CORE_SCHED_PARAM,
     ParamInfo {
         name: "base_slice",
         kind: ParamKind::Duration,
@@ -364,7 +365,7 @@ impl super::Registered for Eevdf {
         pools: super::Pools::None,
     };
     fn build(p: &Params) -> Fair<Eevdf> {
-        new(p)
+        new(p).with_core_sched(p)
     }
     fn event_period(p: &Params) -> Option<crate::time::SimDuration> {
         Some(p.duration("tick").min(p.duration("base_slice")))

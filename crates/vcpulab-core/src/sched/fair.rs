@@ -125,8 +125,11 @@ use crate::time::{SimDuration, SimTime};
 use std::collections::BTreeSet;
 
 mod balance;
+mod core_sched;
 #[cfg(test)]
 mod tests;
+
+pub use core_sched::{CoreSched, CoreSchedMode, PARAM as CORE_SCHED_PARAM};
 
 pub const NICE_0_LOAD: u64 = 1024;
 
@@ -308,6 +311,8 @@ pub struct Fair<P: FairPolicy> {
     vm_shares: Vec<u64>,
     /// Runnable vCPUs per VM (for group entity weights).
     vm_runnable: Vec<u64>,
+    /// Core scheduling (`core_sched` "vm" or "vcpu"; None: "off", no core-wide picks).
+    core: Option<Box<CoreSched>>,
 }
 
 impl<P: FairPolicy> Fair<P> {
@@ -337,7 +342,15 @@ impl<P: FairPolicy> Fair<P> {
             domains: vec![],
             vm_shares: vec![],
             vm_runnable: vec![],
+            core: None,
         }
+    }
+
+    /// Turns on core scheduling as `[scheduler] core_sched` asks ("off": nothing).
+    pub fn with_core_sched(mut self, p: &super::Params) -> Fair<P> {
+        self.core = CoreSchedMode::parse(&p.choice(CORE_SCHED_PARAM.name))
+            .map(|m| Box::new(CoreSched::new(m)));
+        self
     }
 
     fn init(&mut self, ctx: &mut SchedCtx) {
@@ -394,6 +407,13 @@ impl<P: FairPolicy> Fair<P> {
             .enumerate()
             .map(|(i, t)| t.affinity.nth_wrapping(i).unwrap() as u32)
             .collect();
+        if v.topo.threads_per_core == 1 {
+            // PR_SCHED_CORE fails with ENODEV without SMT: no task gets a cookie.
+            self.core = None;
+        }
+        if let Some(cs) = &mut self.core {
+            cs.init(v);
+        }
         let topo = &v.topo;
         self.domains = (0..self.ncpus)
             .map(|c| {
@@ -598,6 +618,9 @@ impl<P: FairPolicy> Fair<P> {
         self.h_nr[cpu as usize] += 1;
         self.cpu_tasks[cpu as usize].insert(t);
         self.idle_cpus.remove(&cpu);
+        if let Some(cs) = &mut self.core {
+            cs.touched(cpu);
+        }
     }
 
     fn dequeue_task(&mut self, ctx: &mut SchedCtx, t: TaskId, cpu: u32) {
@@ -616,6 +639,12 @@ impl<P: FairPolicy> Fair<P> {
         self.cpu_tasks[cpu as usize].remove(&t);
         if self.h_nr[cpu as usize] == 0 {
             self.idle_cpus.insert(cpu);
+        }
+        if let Some(cs) = &mut self.core {
+            cs.touched(cpu);
+            if self.h_nr[cpu as usize] == 0 {
+                cs.set_forced_idle(cpu, false, ctx.now);
+            }
         }
     }
 
@@ -809,11 +838,30 @@ impl<P: FairPolicy> Fair<P> {
                 }
             }
         }
+        // Core scheduling: an idle pCPU whose core runs another cookie is passed over.
+        let cookie_ok = |c: u32| {
+            self.core
+                .as_ref()
+                .is_none_or(|cs| cs.cookie_matches_core(t, c))
+        };
+        let mut skipped = 0;
+        let mut found = None;
         for c in order() {
             if aff.contains(c as usize) && idle(c) {
-                self.counters.bump(C_WAKE_IDLE_SIBLING);
-                return c;
+                if !cookie_ok(c) {
+                    skipped += 1;
+                    continue;
+                }
+                found = Some(c);
+                break;
             }
+        }
+        if let Some(cs) = &mut self.core {
+            cs.counters.values[core_sched::C_CORE_WAKE_SKIP] += skipped;
+        }
+        if let Some(c) = found {
+            self.counters.bump(C_WAKE_IDLE_SIBLING);
+            return c;
         }
         self.counters.bump(C_WAKE_BUSY_PREV);
         if aff.contains(prev as usize) {
@@ -896,7 +944,17 @@ impl<P: FairPolicy> Fair<P> {
         if self.h_nr[cpu as usize] == 0 && self.avg_idle[cpu as usize] >= self.tun.migration_cost {
             self.newidle_balance(ctx, cpu, false);
         }
-        match self.pick_task(ctx, cpu) {
+        let picked = if self.core.is_some() {
+            let picked = self.core_pick_next(ctx, cpu);
+            let forced = picked.is_none() && self.h_nr[cpu as usize] > 0;
+            if let Some(cs) = &mut self.core {
+                cs.set_forced_idle(cpu, forced, ctx.now);
+            }
+            picked
+        } else {
+            self.pick_task(ctx, cpu)
+        };
+        match picked {
             Some(t) => {
                 if let Some(since) = self.idle_since[cpu as usize].take() {
                     let idle = ctx.now.minus(since).ns();
@@ -927,6 +985,9 @@ impl<P: FairPolicy> Fair<P> {
             let rq = self.ents[e as usize].rq;
             self.update_curr(ctx, rq, cpu);
             P::entity_tick(self, ctx, rq, e, cpu);
+        }
+        if self.core.is_some() {
+            self.core_tick(ctx, cpu, t);
         }
         self.periodic_balance(ctx, cpu);
         if self.h_nr[cpu as usize] >= 2 {
@@ -1027,7 +1088,20 @@ impl<P: FairPolicy> Scheduler for Fair<P> {
     fn counters(&self) -> Vec<(&'static str, u64)> {
         let mut list = self.counters.list();
         self.policy.policy_counters(&mut list);
+        if let Some(cs) = &self.core {
+            list.extend(cs.counters.list());
+        }
         list
+    }
+    /// Core scheduling: never two cookies running on one core at once.
+    fn check(&self, view: &SchedView) -> Result<(), String> {
+        match &self.core {
+            Some(cs) => cs.check(view),
+            None => Ok(()),
+        }
+    }
+    fn forced_idle_ns(&self, now: SimTime) -> Option<Vec<u64>> {
+        self.core.as_ref().map(|cs| cs.forced_idle_ns(now))
     }
     /// A task's turn is at most the policy's longest (`FairPolicy::longest_turn`), which
     /// bounds every other task's turn.

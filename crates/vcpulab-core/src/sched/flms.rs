@@ -790,6 +790,7 @@ mod tests {
                     cap: 0,
                     class: None,
                     latency_vcpu: l,
+                    host_thread: false,
                     rt: Default::default(),
                 })
                 .collect(),

@@ -181,6 +181,7 @@ mod tests {
                     cap: 0,
                     class: None,
                     latency_vcpu: latency,
+                    host_thread: false,
                     rt: Default::default(),
                 })
                 .collect(),

@@ -72,6 +72,9 @@ pub struct TaskInfo {
     pub class: Option<crate::vocab::VmClass>,
     /// A latency (I/O) vCPU: any vCPU of an LSVM, a reserved vCPU of a MixVM.
     pub latency_vcpu: bool,
+    /// A host thread (`[[host_thread]]`), not a vCPU: Linux core scheduling leaves it
+    /// untagged (cookie 0) whatever its VM.
+    pub host_thread: bool,
     /// The VM's RTDS reservation (host threads: none, the scheduler's defaults).
     pub rt: crate::vocab::RtReservation,
 }
@@ -220,6 +223,13 @@ pub trait Scheduler {
     /// invariant checking is on. Returns what is violated.
     fn check(&self, _view: &SchedView) -> Result<(), String> {
         Ok(())
+    }
+    /// Forced-idle time so far of each pCPU (ns, open stretches counted up to `now`):
+    /// time it idled with tasks runnable on it because its core ran another
+    /// core-scheduling cookie. None: no core scheduling (the summary then has no
+    /// `host.core_sched`).
+    fn forced_idle_ns(&self, _now: SimTime) -> Option<Vec<u64>> {
+        None
     }
 }
 

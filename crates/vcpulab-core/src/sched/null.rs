@@ -297,6 +297,7 @@ mod tests {
                     cap: 0,
                     class: None,
                     latency_vcpu: false,
+                    host_thread: false,
                     rt: Default::default(),
                 })
                 .collect(),

@@ -228,6 +228,21 @@ pub fn validate_params(name: &str, params: &toml::Table, origin: &str, path: &st
     };
     let value = toml::Value::Table(params.clone());
     let table = Table::root(origin, &value)?.with_path(path);
+    let core_key = super::fair::CORE_SCHED_PARAM.name;
+    if let Some(o) = table.get(core_key) {
+        if !entry.params.iter().any(|p| p.name == core_key) {
+            // Said plainly rather than as an unknown key: the key exists, on other schedulers.
+            let with: Vec<&str> = super::REGISTRY
+                .iter()
+                .filter(|e| e.params.iter().any(|p| p.name == core_key))
+                .map(|e| e.name)
+                .collect();
+            return o.err(format!(
+                "scheduler {name} has no Linux core scheduling; {core_key} is allowed only with scheduler {} (values \"off\", \"vm\", \"vcpu\")",
+                with.join(" or ")
+            ));
+        }
+    }
     for info in entry.params {
         if let Some(o) = table.get(info.name) {
             check_param(&o, info)?;

@@ -607,6 +607,7 @@ mod tests {
                     cap: 0,
                     class: None,
                     latency_vcpu: false,
+                    host_thread: false,
                     rt: *rt,
                 })
                 .collect(),

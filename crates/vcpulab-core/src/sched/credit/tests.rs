@@ -109,6 +109,7 @@ fn setup(ncpus: usize, tasks: &[(u32, u32, u32, &str)]) -> (SchedView, Credit) {
                 cap,
                 class: None,
                 latency_vcpu: false,
+                host_thread: false,
                 rt: Default::default(),
             })
             .collect(),
@@ -353,6 +354,7 @@ fn numa_placement_alternates_and_skips_pinned_or_large_domains() {
         cap: 0,
         class: None,
         latency_vcpu: false,
+        host_thread: false,
         rt: Default::default(),
     };
     // 2 sockets x 4 cores, one node each: node 0 = pCPUs 0-3, node 1 = 4-7.

@@ -17,6 +17,7 @@ fn view(ncpus: u32, n: usize) -> SchedView {
                 cap: 0,
                 class: None,
                 latency_vcpu: false,
+                host_thread: false,
                 rt: Default::default(),
             })
             .collect(),

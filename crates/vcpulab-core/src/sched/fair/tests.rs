@@ -20,6 +20,7 @@ fn view(ntasks: usize) -> SchedView {
                 cap: 0,
                 class: None,
                 latency_vcpu: false,
+                host_thread: false,
                 rt: Default::default(),
             })
             .collect(),
