@@ -39,6 +39,38 @@
 //! ## The papers' fixes (seed 000, 004), all off by default (upstream behaviour)
 //! See `KvmFeatures`.
 //!
+//! ## IPI-aware directed yield (`ipi_aware_yield`, off by default: upstream)
+//! The KVM side of Wanpeng Li's proposed "Semantics-aware vCPU scheduling for
+//! oversubscribed KVM" series, read from v2 ([PATCH v2 6-9/9], 2025-12-19, lore
+//! 20251219035334.39790-7..10@gmail.com; v3 of 2026-06-12 "keeps the v2 design").
+//! - Tracking (`kvm_track_ipi_communication`): a fixed IPI from a vCPU delivered to
+//!   exactly one other vCPU records on the sender its receiver, the time and "pending",
+//!   and on the receiver its sender. In vcpulab an `ipi` operation whose destinations
+//!   (after leaving out the sender, and for a shootdown the vCPUs outside the mm) are
+//!   exactly one vCPU is such a unicast; a multicast is one delivery with several
+//!   recipients and is not tracked.
+//! - EOI (`kvm_clear_ipi_on_eoi`, model: the receiver acknowledges the IPI): the
+//!   receiver's record of that sender is cleared, and the sender's "pending" too if the
+//!   sender's last receiver is this vCPU and the IPI is at most `ipi_window` old. v2
+//!   clears the receiver's whole context, its own pending IPIs as a sender included; v3
+//!   clears "on a matching-vector EOI without dropping unrelated pending IPI state",
+//!   which is what vcpulab does.
+//! - `kvm_vcpu_is_ipi_receiver(me, v)`: me's IPI is pending, went to v, and is at most
+//!   `ipi_window` (`ipi_window_ns`, 50 ms) old.
+//! - Candidates (`kvm_vcpu_is_good_yield_candidate`), replacing the user-mode filter
+//!   after the `ready`, spinner and halted checks: (1) a confirmed IPI receiver of the
+//!   spinner; (2) a vCPU with a pending interrupt (`kvm_arch_dy_has_pending_interrupt`;
+//!   in vcpulab any pending IPI, as for the 5.3+ exception above); (3) a preempted vCPU,
+//!   in kernel mode when `yield_to_kernel_mode`; else skipped. Unlike upstream, a `ready`
+//!   vCPU that was woken rather than preempted passes only through (1) or (2). These are
+//!   tiers of one test in the usual ring walk, not a reordering of the walk.
+//! - A second, relaxed walk (`enable_relaxed_boost`, default on) when the first yielded
+//!   nothing: any preempted vCPU (then the directed-yield eligibility check). The
+//!   three -ESRCH tries are shared by both walks (the patch does not reset `try`).
+//! The series was tested with APICv off, so the hardware did not hide IPIs and EOIs
+//! from KVM; vcpulab sees every IPI. Needs the 5.3+ handler (`ready`); refused with
+//! `version = "4.15"` and with fix (a), which changes the same filter.
+//!
 //! ## Halt polling (host side), `kvm_vcpu_halt` in virt/kvm/kvm_main.c
 //! Read in torvalds/linux at the 6.1x tree whose `kvm_vcpu_on_spin` is the single-loop
 //! version (the halt path has been this shape since 5.18's `kvm_vcpu_halt` split and
@@ -130,6 +162,24 @@ impl LastBoostedRule {
     }
 }
 
+/// The series' IPI-aware directed yield (see the module notes).
+#[derive(Clone, Debug, PartialEq)]
+pub struct IpiAwareYield {
+    /// `ipi_window_ns`: how long a tracked IPI counts as recent.
+    pub window: SimDuration,
+    /// `enable_relaxed_boost`: the second, preempted-only walk.
+    pub relaxed_boost: bool,
+}
+
+impl Default for IpiAwareYield {
+    fn default() -> Self {
+        IpiAwareYield {
+            window: SimDuration::from_ms(50),
+            relaxed_boost: true,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct KvmSpec {
     pub vendor: Vendor,
@@ -144,6 +194,8 @@ pub struct KvmSpec {
     pub features: KvmFeatures,
     pub last_boosted: LastBoostedRule,
     pub halt_poll: HaltPoll,
+    /// The series' IPI-aware directed yield; None: upstream's candidate rules.
+    pub ipi_aware: Option<IpiAwareYield>,
 }
 
 /// KVM's halt-polling module parameters (see the module notes), and what a wake-up from
@@ -313,6 +365,7 @@ impl Default for KvmSpec {
             features: KvmFeatures::default(),
             last_boosted: LastBoostedRule::Fixed,
             halt_poll: HaltPoll::default(),
+            ipi_aware: None,
         }
     }
 }
@@ -334,6 +387,9 @@ pub const KVM_KEYS: &[&str] = &[
     "halt_poll_ns_grow_start",
     "halt_poll_ns_shrink",
     "halt_wakeup_cost",
+    "ipi_aware_yield",
+    "ipi_window",
+    "relaxed_boost",
 ];
 
 /// "5.3" .. "5.<n>" (n >= 3) or "6.<n>": the versions the 5.3+ handler models.
@@ -441,6 +497,41 @@ pub fn parse_kvm(t: &Table) -> Res<KvmSpec> {
     if let Some(c) = t.opt_duration("halt_wakeup_cost")? {
         hp.wakeup_cost = c;
     }
+    if t.opt_bool("ipi_aware_yield")? == Some(true) {
+        if k.version == KvmVersion::V4_15 {
+            return t.err(
+                "ipi_aware_yield",
+                "the IPI-aware directed yield was written for the 6.19+ handler (it needs the \
+                 5.3+ `ready` flag); it cannot go with version \"4.15\"",
+            );
+        }
+        if k.features.boost_user_mode_candidates {
+            return t.err(
+                "ipi_aware_yield",
+                "the IPI-aware directed yield and fix (a) boost_user_mode_candidates both \
+                 replace kvm_vcpu_on_spin's user-mode filter; choose one",
+            );
+        }
+        let mut ia = IpiAwareYield::default();
+        if let Some(w) = t.opt_duration("ipi_window")? {
+            ia.window = w;
+        }
+        if let Some(b) = t.opt_bool("relaxed_boost")? {
+            ia.relaxed_boost = b;
+        }
+        k.ipi_aware = Some(ia);
+    } else {
+        for key in ["ipi_window", "relaxed_boost"] {
+            if t.has(key) {
+                return t.err(
+                    key,
+                    format!(
+                        "{key} tunes the IPI-aware directed yield; it needs ipi_aware_yield = true"
+                    ),
+                );
+            }
+        }
+    }
     t.finish(KVM_KEYS)?;
     Ok(k)
 }
@@ -462,6 +553,8 @@ pub struct Candidate {
     pub ipi_from_spinner: bool,
     pub in_spin_loop: bool,
     pub dy_eligible: bool,
+    /// A confirmed recent IPI receiver of the spinner (`kvm_vcpu_is_ipi_receiver`).
+    pub ipi_receiver: bool,
 }
 
 /// Why `kvm_vcpu_on_spin` passed over a vCPU.
@@ -472,6 +565,118 @@ pub enum Skip {
     Halted,
     UserMode,
     NotDyEligible,
+    /// IPI-aware yield: neither an IPI receiver, nor with a pending interrupt, nor
+    /// preempted.
+    NotPreempted,
+}
+
+/// Why the IPI-aware handler took a vCPU as a candidate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tier {
+    /// (1) a confirmed recent IPI receiver of the spinner.
+    IpiReceiver,
+    /// (2) an interrupt is pending for it.
+    PendingInterrupt,
+    /// (3) preempted (in kernel mode when yielding to kernel mode).
+    Preempted,
+    /// The relaxed second walk: preempted.
+    Relaxed,
+}
+
+/// The IPI-aware handler's checks on one vCPU, in the patch's order: `ready`, not the
+/// spinner, not halted, then the tiers (first walk) or preempted (second walk), then the
+/// directed-yield eligibility (toggled as upstream).
+pub fn check_candidate_ipi_aware(
+    c: &mut Candidate,
+    yield_to_kernel_mode: bool,
+    first_walk: bool,
+) -> Result<Tier, Skip> {
+    if !c.ready {
+        return Err(Skip::NotWaiting);
+    }
+    if c.is_spinner {
+        return Err(Skip::Spinner);
+    }
+    if c.halted {
+        return Err(Skip::Halted);
+    }
+    let tier = if !first_walk {
+        if !c.preempted {
+            return Err(Skip::NotPreempted);
+        }
+        Tier::Relaxed
+    } else if c.ipi_receiver {
+        Tier::IpiReceiver
+    } else if c.pending_interrupt {
+        Tier::PendingInterrupt
+    } else if !c.preempted {
+        return Err(Skip::NotPreempted);
+    } else if yield_to_kernel_mode && !c.in_kernel {
+        return Err(Skip::UserMode);
+    } else {
+        Tier::Preempted
+    };
+    if c.in_spin_loop {
+        let eligible = c.dy_eligible;
+        c.dy_eligible = !c.dy_eligible;
+        if !eligible {
+            return Err(Skip::NotDyEligible);
+        }
+    }
+    Ok(tier)
+}
+
+/// One vCPU's IPI tracking (`ipi_context` of the series).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IpiContext {
+    /// As a sender: the vCPU (task) of its last tracked IPI, and when it was sent.
+    pub last_receiver: Option<u32>,
+    pub sent_at: u64,
+    /// As a sender: that IPI is not yet acknowledged.
+    pub pending: bool,
+    /// As a receiver: the sender of the last tracked IPI it got.
+    pub last_sender: Option<u32>,
+}
+
+/// `kvm_track_ipi_communication`: a unicast fixed IPI from `s` to `r` at `now_ns`.
+pub fn track_ipi(ctx: &mut [IpiContext], s: u32, r: u32, now_ns: u64) {
+    if s == r {
+        return;
+    }
+    let sender = &mut ctx[s as usize];
+    sender.last_receiver = Some(r);
+    sender.pending = true;
+    sender.sent_at = now_ns;
+    ctx[r as usize].last_sender = Some(s);
+}
+
+/// `kvm_vcpu_is_ipi_receiver(s, r)` at `now_ns`.
+pub fn is_ipi_receiver(
+    ctx: &[IpiContext],
+    s: u32,
+    r: u32,
+    now_ns: u64,
+    window: SimDuration,
+) -> bool {
+    let c = &ctx[s as usize];
+    c.pending && c.last_receiver == Some(r) && now_ns.saturating_sub(c.sent_at) <= window.ns()
+}
+
+/// The EOI of an IPI from `s` at receiver `r` (see the module notes); returns whether it
+/// cleared the sender's pending flag.
+pub fn ipi_eoi(ctx: &mut [IpiContext], s: u32, r: u32, now_ns: u64, window: SimDuration) -> bool {
+    if ctx[r as usize].last_sender == Some(s) {
+        ctx[r as usize].last_sender = None;
+    }
+    let sender = &mut ctx[s as usize];
+    if sender.pending
+        && sender.last_receiver == Some(r)
+        && now_ns.saturating_sub(sender.sent_at) <= window.ns()
+    {
+        sender.pending = false;
+        return true;
+    }
+    false
 }
 
 /// The order the handler visits vCPU indices: after the last boosted one, wrapping
