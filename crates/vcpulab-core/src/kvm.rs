@@ -1005,4 +1005,138 @@ mod tests {
         };
         assert_eq!(grow_window(&fixed, 32768), 32768);
     }
+
+    /// The series' tiers on hand-built vCPUs (Intel: yield to kernel mode): a confirmed
+    /// IPI receiver passes even woken (not preempted) and in user mode; a pending
+    /// interrupt passes; a preempted vCPU passes in kernel mode only; a woken vCPU with
+    /// nothing pending, which upstream takes, is skipped. The relaxed walk takes any
+    /// preempted vCPU and nothing else.
+    #[test]
+    fn ipi_aware_tiers_rank_receiver_then_pending_interrupt_then_preempted_in_kernel() {
+        let woken_user = Candidate {
+            ready: true,
+            ..Default::default()
+        };
+        let tier = |c: Candidate, first: bool| check_candidate_ipi_aware(&mut { c }, true, first);
+        let receiver = Candidate {
+            ipi_receiver: true,
+            pending_interrupt: true,
+            ..woken_user
+        };
+        assert_eq!(tier(receiver, true), Ok(Tier::IpiReceiver));
+        let pending = Candidate {
+            pending_interrupt: true,
+            ..woken_user
+        };
+        assert_eq!(tier(pending, true), Ok(Tier::PendingInterrupt));
+        assert_eq!(tier(preempted_kernel(), true), Ok(Tier::Preempted));
+        let preempted_user = Candidate {
+            in_kernel: false,
+            ..preempted_kernel()
+        };
+        assert_eq!(tier(preempted_user, true), Err(Skip::UserMode));
+        assert_eq!(tier(woken_user, true), Err(Skip::NotPreempted));
+        assert_eq!(
+            check_candidate(&KvmSpec::default(), &mut { woken_user }, true),
+            Ok(()),
+            "upstream takes a woken vCPU"
+        );
+        // Second walk: preempted only, mode and interrupts aside.
+        assert_eq!(tier(preempted_user, false), Ok(Tier::Relaxed));
+        assert_eq!(tier(receiver, false), Err(Skip::NotPreempted));
+        // The checks before the tiers still apply.
+        let halted = Candidate {
+            halted: true,
+            ..receiver
+        };
+        assert_eq!(tier(halted, true), Err(Skip::Halted));
+        let me = Candidate {
+            is_spinner: true,
+            ..receiver
+        };
+        assert_eq!(tier(me, true), Err(Skip::Spinner));
+        let running = Candidate {
+            ready: false,
+            ..receiver
+        };
+        assert_eq!(tier(running, true), Err(Skip::NotWaiting));
+        // And the directed-yield eligibility after them.
+        let mut spinning = Candidate {
+            in_spin_loop: true,
+            dy_eligible: false,
+            ..receiver
+        };
+        assert_eq!(
+            check_candidate_ipi_aware(&mut spinning, true, true),
+            Err(Skip::NotDyEligible)
+        );
+        assert_eq!(
+            check_candidate_ipi_aware(&mut spinning, true, true),
+            Ok(Tier::IpiReceiver)
+        );
+    }
+
+    /// Sender 0 -> receiver 1: a receiver for 50 ms, no longer after; the EOI of 1 clears
+    /// it, an EOI of another vCPU does not, and the receiver's own IPI as a sender (1 -> 2)
+    /// survives its EOI of 0's (v3's matching-vector clear).
+    #[test]
+    fn ipi_tracking_window_and_clear_on_eoi() {
+        let w = SimDuration::from_ms(50);
+        let ms = 1_000_000u64;
+        let mut ctx = vec![IpiContext::default(); 3];
+        track_ipi(&mut ctx, 0, 1, 10 * ms);
+        assert!(is_ipi_receiver(&ctx, 0, 1, 60 * ms, w));
+        assert!(!is_ipi_receiver(&ctx, 0, 1, 60 * ms + 1, w));
+        assert!(!is_ipi_receiver(&ctx, 0, 2, 20 * ms, w));
+        assert!(!is_ipi_receiver(&ctx, 1, 0, 20 * ms, w));
+        track_ipi(&mut ctx, 1, 2, 11 * ms);
+        assert!(
+            !ipi_eoi(&mut ctx, 0, 2, 12 * ms, w),
+            "vCPU 2 did not get 0's IPI"
+        );
+        assert!(is_ipi_receiver(&ctx, 0, 1, 12 * ms, w));
+        assert!(ipi_eoi(&mut ctx, 0, 1, 12 * ms, w));
+        assert!(!is_ipi_receiver(&ctx, 0, 1, 12 * ms, w));
+        assert_eq!(ctx[1].last_sender, None);
+        assert!(is_ipi_receiver(&ctx, 1, 2, 12 * ms, w));
+        // An EOI after the window leaves the (stale, unused) flag: the patch's rule.
+        track_ipi(&mut ctx, 0, 1, 100 * ms);
+        assert!(!ipi_eoi(&mut ctx, 0, 1, 151 * ms, w));
+        assert!(ctx[0].pending);
+        // A self-IPI is not tracked.
+        let before = ctx.clone();
+        track_ipi(&mut ctx, 2, 2, 200 * ms);
+        assert_eq!(ctx, before);
+    }
+
+    #[test]
+    fn ipi_aware_keys_validate() {
+        let parse = |text: &str| {
+            let v = crate::reader::parse_toml("k.toml", text).unwrap();
+            let t = Table::root("k.toml", &v).unwrap();
+            parse_kvm(&t).map_err(|e| e.to_string())
+        };
+        let k = parse("ipi_aware_yield = true\nipi_window = \"20ms\"").unwrap();
+        assert_eq!(
+            k.ipi_aware,
+            Some(IpiAwareYield {
+                window: SimDuration::from_ms(20),
+                relaxed_boost: true
+            })
+        );
+        assert_eq!(parse("").unwrap().ipi_aware, None);
+        assert_eq!(parse("ipi_aware_yield = false").unwrap().ipi_aware, None);
+        let e = parse("relaxed_boost = false").unwrap_err();
+        assert!(
+            e.contains("relaxed_boost") && e.contains("ipi_aware_yield = true"),
+            "{e}"
+        );
+        let e = parse("version = \"4.15\"\nipi_aware_yield = true").unwrap_err();
+        assert!(e.contains("ipi_aware_yield") && e.contains("4.15"), "{e}");
+        let e = parse("ipi_aware_yield = true\n[features]\nboost_user_mode_candidates = true")
+            .unwrap_err();
+        assert!(e.contains("boost_user_mode_candidates"), "{e}");
+        let e = parse("ipi_aware_yield = 1").unwrap_err();
+        assert!(e.contains("ipi_aware_yield"), "{e}");
+    }
 }

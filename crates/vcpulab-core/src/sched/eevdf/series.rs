@@ -361,3 +361,296 @@ pub fn counters(s: &YieldSeries, out: &mut Vec<(&'static str, u64)>) {
         ]),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::fair::Tunables;
+    use crate::sched::{
+        RunState, SchedOut, SchedView, Scheduler, TaskInfo, YieldRequest, YieldResult,
+    };
+    use crate::topology::{CpuSet, Topology};
+
+    const MS: u64 = 1_000_000;
+
+    /// EEVDF 6.19 (unscaled 0.75 ms slice, 4 ms tick) with `series`, `ntasks` tasks of one
+    /// VM on `ncpus` pCPUs, all woken at time 0; `body` runs with the context.
+    fn with_sched(
+        series: Series,
+        ncpus: u32,
+        ntasks: usize,
+        body: impl FnOnce(&mut Fair<Eevdf>, &mut SchedCtx),
+    ) {
+        let view = SchedView {
+            topo: Topology::new(1, ncpus, 1, 1),
+            tasks: (0..ntasks)
+                .map(|i| TaskInfo {
+                    vm: 0,
+                    index: i as u32,
+                    affinity: CpuSet::full(ncpus as usize),
+                    weight: 256,
+                    cap: 0,
+                    class: None,
+                    latency_vcpu: false,
+                    rt: Default::default(),
+                })
+                .collect(),
+            state: vec![RunState::Runnable; ntasks],
+            cpu_curr: vec![None; ncpus as usize],
+            nvms: 1,
+        };
+        let mut out = SchedOut {
+            resched_pending: vec![false; ncpus as usize],
+            ..Default::default()
+        };
+        let mut ctx = SchedCtx {
+            now: SimTime(0),
+            view: &view,
+            out: &mut out,
+        };
+        let policy = Eevdf {
+            base_slice: SimDuration(750_000),
+            pick_buddy: true,
+            forfeit_on_yield: true,
+            yields: Default::default(),
+            period_floor: SimDuration(6 * MS),
+            series: YieldSeries {
+                series,
+                ..Default::default()
+            },
+        };
+        let tun = Tunables {
+            tick: SimDuration(4 * MS),
+            migration_cost: SimDuration(500_000),
+            group_per_vm: false,
+            tunable_scaling: false,
+        };
+        let mut f = Fair::new(policy, tun);
+        Scheduler::init(&mut f, &mut ctx);
+        for t in 0..ntasks as u32 {
+            Scheduler::wake(&mut f, &mut ctx, t);
+        }
+        body(&mut f, &mut ctx);
+    }
+
+    /// Runs task `t` on `cpu`: picks until it is the one chosen (the others stay queued).
+    fn run(f: &mut Fair<Eevdf>, ctx: &mut SchedCtx, cpu: u32, t: TaskId) {
+        // Make `t` the only eligible one with the earliest deadline, then pick.
+        let rq = cpu;
+        for e in f.rqs[rq as usize]
+            .tree
+            .iter()
+            .map(|k| k.1)
+            .collect::<Vec<_>>()
+        {
+            place(f, e, if e == t { 0 } else { 10 * MS as i64 });
+        }
+        assert_eq!(Scheduler::pick_next(f, ctx, cpu, None), Some(t));
+    }
+
+    /// Moves a queued entity to vruntime `v` (deadline one slice later).
+    fn place(f: &mut Fair<Eevdf>, e: u32, v: i64) {
+        let rq = f.ents[e as usize].rq as usize;
+        let old = (f.ents[e as usize].vruntime, e);
+        let queued = f.rqs[rq].tree.remove(&old);
+        f.ents[e as usize].vruntime = v;
+        f.ents[e as usize].deadline = v + 750_000;
+        if queued {
+            f.rqs[rq].tree.insert((v, e));
+        }
+    }
+
+    fn yield_to(
+        f: &mut Fair<Eevdf>,
+        ctx: &mut SchedCtx,
+        me: TaskId,
+        cpu: u32,
+        target: TaskId,
+    ) -> YieldResult {
+        Scheduler::yield_to(
+            f,
+            ctx,
+            YieldRequest {
+                from: me,
+                from_cpu: cpu,
+                target,
+                ignore_vcpu_fairness: false,
+                migrate_to_yielder: false,
+            },
+        )
+    }
+
+    /// The patch's table: 6.0 x gran at 2 tasks, 4.0 x at 3, 2.5 x at 4-6, 2.0 x at 7-8,
+    /// 1.5 x at 9-12, 1.0 x above (and the 4-6 row below 2, as its `else if` chain has it).
+    #[test]
+    fn v2_cap_follows_the_patch_table_by_queue_length() {
+        let g = 1_000_000;
+        let caps: Vec<i64> = (1..=14).map(|h| deboost_cap(g, h)).collect();
+        assert_eq!(
+            caps,
+            [2.5, 6.0, 4.0, 2.5, 2.5, 2.5, 2.0, 2.0, 1.5, 1.5, 1.5, 1.5, 1.0, 1.0]
+                .map(|x: f64| (x * g as f64) as i64)
+        );
+        // The zero-gap floor never exceeds gran, the clamp's own floor: it cannot move the
+        // penalty (dead code in the patch as well).
+        for h in 0..20 {
+            assert!(deboost_zero_gap_floor(g, h) <= g, "h = {h}");
+            assert!(deboost_penalty(g, 5, 5, h, false).value >= g);
+        }
+    }
+
+    /// gran + 1.1 x the positive gap, clamped to [gran, cap]; a reverse pair within the
+    /// window cuts it to max(gap, gran).
+    #[test]
+    fn v2_penalty_is_gran_plus_110_percent_of_the_gap_capped_and_debounced() {
+        let g = 1_000_000;
+        // Yielder ahead of the target: no gap, gran alone.
+        assert_eq!(deboost_penalty(g, 9 * g, 2 * g, 2, false).value, g);
+        // Gap 2 ms: 1 + 2.2 = 3.2 ms, under the 6 ms cap of a 2-task queue.
+        let p = deboost_penalty(g, 0, 2 * g, 2, false);
+        assert_eq!((p.value, p.capped, p.debounced), (3_200_000, false, false));
+        // The same gap in a 13-task queue: capped at 1.0 x gran.
+        let p = deboost_penalty(g, 0, 2 * g, 13, false);
+        assert_eq!((p.value, p.capped), (g, true));
+        // A gap of 10 ms in a 2-task queue: 12 ms capped to 6 ms.
+        assert_eq!(deboost_penalty(g, 0, 10 * g, 2, false).value, 6 * g);
+        // Reverse pair: 3.2 ms cut to max(2 ms, 1 ms) = 2 ms.
+        let p = deboost_penalty(g, 0, 2 * g, 2, true);
+        assert_eq!((p.value, p.debounced), (2 * g, true));
+        // Reverse pair without a gap: gran + 0 is not above max(0, gran): unchanged.
+        assert!(!deboost_penalty(g, 0, 0, 2, true).debounced);
+    }
+
+    #[test]
+    fn rate_limit_lets_one_through_per_6ms_inclusive() {
+        let mut last = None;
+        assert!(!rate_limited(&mut last, SimTime(10 * MS)));
+        assert!(rate_limited(&mut last, SimTime(10 * MS + 1)));
+        assert!(
+            rate_limited(&mut last, SimTime(16 * MS)),
+            "6 ms exactly is still limited"
+        );
+        assert!(!rate_limited(&mut last, SimTime(16 * MS + 1)));
+        assert_eq!(last, Some(SimTime(16 * MS + 1)));
+    }
+
+    /// The wired v2 path on one pCPU: the yielder (task 0, running) behind the target by
+    /// 2 ms gets 1.1 x that plus a slice; a second yield within 6 ms is rate limited,
+    /// so the 600 us reverse-pair debounce can never fire on the same run queue.
+    #[test]
+    fn v2_deboost_pushes_the_yielder_once_per_6ms_so_the_debounce_never_fires() {
+        with_sched(Series::V2, 1, 2, |f, ctx| {
+            run(f, ctx, 0, 0);
+            place(f, 1, 2 * MS as i64);
+            f.ents[0].vruntime = 0;
+            let before = f.ents[0].vruntime;
+            assert_eq!(yield_to(f, ctx, 0, 0, 1), YieldResult::Yielded);
+            // 0.75 ms slice + 2.2 ms, under the 2-task cap of 4.5 ms; then 6.19's forfeit
+            // does not apply (the pushed yielder is no longer eligible).
+            assert_eq!(f.ents[0].vruntime - before, 750_000 + 2_200_000);
+            let c = f.policy.series.counts;
+            assert_eq!((c.deboost_applied, c.deboost_rate_limited), (1, 0));
+            // Task 1 yields back 300 us later: a reverse pair, but rate limited first.
+            ctx.now = SimTime(300_000);
+            Scheduler::pick_next(f, ctx, 0, Some(0));
+            f.ents[1].vruntime = 0;
+            yield_to(f, ctx, 1, 0, 0);
+            let c = f.policy.series.counts;
+            assert_eq!(
+                (
+                    c.deboost_applied,
+                    c.deboost_rate_limited,
+                    c.deboost_debounced
+                ),
+                (1, 1, 0)
+            );
+        });
+    }
+
+    /// v2 and v3 act only when the target shares the yielder's run queue.
+    #[test]
+    fn both_versions_leave_a_target_on_another_run_queue_alone() {
+        for series in [Series::V2, Series::V3] {
+            with_sched(series, 2, 3, |f, ctx| {
+                // Tasks 0 and 2 on pCPU 0, task 1 on pCPU 1 (queued, not running).
+                assert_eq!((f.ents[0].rq, f.ents[2].rq, f.ents[1].rq), (0, 0, 1));
+                run(f, ctx, 0, 0);
+                let v1 = f.ents[1].vruntime;
+                assert_eq!(yield_to(f, ctx, 0, 0, 1), YieldResult::Yielded);
+                let c = f.policy.series.counts;
+                assert_eq!(f.ents[1].vruntime, v1, "{series:?}");
+                assert_eq!(c.deboost_other_rq + c.lag_credit_other_rq, 1, "{series:?}");
+                assert_eq!(c.deboost_applied + c.lag_credit_levels, 0, "{series:?}");
+            });
+        }
+    }
+
+    /// v3: an ineligible buddy is credited to the largest lag `entity_lag` allows (2 x
+    /// 0.75 ms < 4 ms tick: 4 ms), which makes it eligible so PICK_BUDDY picks it; an
+    /// eligible one is left alone. The forced reschedule cancels the yielder's slice
+    /// protection once per 6 ms.
+    #[test]
+    fn v3_credits_an_ineligible_buddy_to_the_lag_bound_and_it_is_picked() {
+        with_sched(Series::V3, 1, 3, |f, ctx| {
+            run(f, ctx, 0, 0);
+            // V = (0 + 1 + 8 ms) / 3 = 3 ms: task 2 at 8 ms is ineligible.
+            f.ents[0].vruntime = 0;
+            place(f, 1, MS as i64);
+            place(f, 2, 8 * MS as i64);
+            assert!(!f.eligible(0, 2));
+            assert_eq!(yield_to(f, ctx, 0, 0, 2), YieldResult::Yielded);
+            let lag = f.avg_vruntime(0) - f.ents[2].vruntime;
+            let bound = lag_credit_bound(SimDuration(750_000), SimDuration(4 * MS), 1024);
+            assert_eq!(bound, 4 * MS as i64);
+            // The requeue places it as place_entity does, so its lag is exactly the bound
+            // (the yielder, now behind V, keeps its vruntime: no forfeit).
+            assert_eq!(lag, bound);
+            assert!(f.eligible(0, 2));
+            let c = f.policy.series.counts;
+            assert_eq!((c.lag_credit_levels, c.forced_resched), (1, 1));
+            assert_eq!(f.ents[0].protect, None);
+            assert_eq!(Scheduler::pick_next(f, ctx, 0, Some(0)), Some(2));
+            // An eligible buddy is not credited; within 6 ms no forced reschedule.
+            ctx.now = SimTime(MS);
+            let protect = Some(f.ents[2].deadline);
+            f.ents[2].protect = protect;
+            place(f, 1, -8 * MS as i64);
+            assert!(f.eligible(0, 1));
+            let v1 = f.ents[1].vruntime;
+            yield_to(f, ctx, 2, 0, 1);
+            let c = f.policy.series.counts;
+            assert_eq!(f.ents[1].vruntime, v1);
+            assert_eq!(
+                (c.lag_credit_eligible_levels, c.forced_resched_rate_limited),
+                (1, 1)
+            );
+            assert_eq!(f.ents[2].protect, protect);
+        });
+    }
+
+    /// The running entity's in-place shift: with V = (v_curr w + rest) / W, moving curr by
+    /// d moves V by d w / W; the shift gives exactly the wanted lag.
+    #[test]
+    fn v3_shift_of_the_running_entity_reaches_the_wanted_lag() {
+        // Two equal entities at 0 (curr) and 2 ms: V = 1 ms, curr's lag +1 ms; want -1 ms
+        // to +3 ms: d = 2 ms x 2048 / 1024 = 4 ms: curr at -4 ms, V = -1 ms, lag 3 ms.
+        assert_eq!(
+            curr_credit_shift(MS as i64, 3 * MS as i64, 1024, 2048),
+            Some(4 * MS as i64)
+        );
+        assert_eq!(curr_credit_shift(0, MS as i64, 1024, 1024), None);
+    }
+
+    #[test]
+    fn series_off_changes_nothing_and_reports_no_counters() {
+        with_sched(Series::Off, 1, 2, |f, ctx| {
+            run(f, ctx, 0, 0);
+            let v1 = f.ents[1].vruntime;
+            yield_to(f, ctx, 0, 0, 1);
+            assert_eq!(f.ents[1].vruntime, v1);
+            let mut out = vec![];
+            counters(&f.policy.series, &mut out);
+            assert!(out.is_empty());
+        });
+    }
+}
