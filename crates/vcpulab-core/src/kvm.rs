@@ -67,6 +67,7 @@
 //! - A second, relaxed walk (`enable_relaxed_boost`, default on) when the first yielded
 //!   nothing: any preempted vCPU (then the directed-yield eligibility check). The
 //!   three -ESRCH tries are shared by both walks (the patch does not reset `try`).
+//!
 //! The series was tested with APICv off, so the hardware did not hide IPIs and EOIs
 //! from KVM; vcpulab sees every IPI. Needs the 5.3+ handler (`ready`); refused with
 //! `version = "4.15"` and with fix (a), which changes the same filter.

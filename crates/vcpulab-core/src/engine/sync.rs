@@ -135,7 +135,7 @@ impl<S: Scheduler> Sim<'_, S> {
         let mut dests = list
             .iter()
             .map(|&i| base + i)
-            .filter(|&tt| tt != src && !(shootdown && !self.st.tasks[tt as usize].in_mm));
+            .filter(|&tt| tt != src && (!shootdown || self.st.tasks[tt as usize].in_mm));
         if let (Some(r), None) = (dests.next(), dests.next()) {
             self.track_ipi(src, r);
         }
