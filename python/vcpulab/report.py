@@ -247,6 +247,8 @@ def describe_column(col: str, df: Any = None) -> tuple[str, str]:
         return ("vCPU migrations" if kind == "total" else f"{_words(kind)} migrations"), "count"
     if col.startswith("scheduler.params."):
         return f"scheduler parameter {col[len('scheduler.params.'):]}", ""
+    if col.startswith("scheduler_counters."):  # one decision branch's count
+        return f"{_words(col[len('scheduler_counters.'):])} (scheduler counter)", "count"
     if col.startswith(("vm.", "fairness.")):  # another summary figure: its path in words
         head, _, rest = col.partition(".")
         if head == "vm" and "." in rest:

@@ -39,6 +39,39 @@
 //! ## The papers' fixes (seed 000, 004), all off by default (upstream behaviour)
 //! See `KvmFeatures`.
 //!
+//! ## IPI-aware directed yield (`ipi_aware_yield`, off by default: upstream)
+//! The KVM side of Wanpeng Li's proposed "Semantics-aware vCPU scheduling for
+//! oversubscribed KVM" series, read from v2 ([PATCH v2 6-9/9], 2025-12-19, lore
+//! 20251219035334.39790-7..10@gmail.com; v3 of 2026-06-12 "keeps the v2 design").
+//! - Tracking (`kvm_track_ipi_communication`): a fixed IPI from a vCPU delivered to
+//!   exactly one other vCPU records on the sender its receiver, the time and "pending",
+//!   and on the receiver its sender. In vcpulab an `ipi` operation whose destinations
+//!   (after leaving out the sender, and for a shootdown the vCPUs outside the mm) are
+//!   exactly one vCPU is such a unicast; a multicast is one delivery with several
+//!   recipients and is not tracked.
+//! - EOI (`kvm_clear_ipi_on_eoi`, model: the receiver acknowledges the IPI): the
+//!   receiver's record of that sender is cleared, and the sender's "pending" too if the
+//!   sender's last receiver is this vCPU and the IPI is at most `ipi_window` old. v2
+//!   clears the receiver's whole context, its own pending IPIs as a sender included; v3
+//!   clears "on a matching-vector EOI without dropping unrelated pending IPI state",
+//!   which is what vcpulab does.
+//! - `kvm_vcpu_is_ipi_receiver(me, v)`: me's IPI is pending, went to v, and is at most
+//!   `ipi_window` (`ipi_window_ns`, 50 ms) old.
+//! - Candidates (`kvm_vcpu_is_good_yield_candidate`), replacing the user-mode filter
+//!   after the `ready`, spinner and halted checks: (1) a confirmed IPI receiver of the
+//!   spinner; (2) a vCPU with a pending interrupt (`kvm_arch_dy_has_pending_interrupt`;
+//!   in vcpulab any pending IPI, as for the 5.3+ exception above); (3) a preempted vCPU,
+//!   in kernel mode when `yield_to_kernel_mode`; else skipped. Unlike upstream, a `ready`
+//!   vCPU that was woken rather than preempted passes only through (1) or (2). These are
+//!   tiers of one test in the usual ring walk, not a reordering of the walk.
+//! - A second, relaxed walk (`enable_relaxed_boost`, default on) when the first yielded
+//!   nothing: any preempted vCPU (then the directed-yield eligibility check). The
+//!   three -ESRCH tries are shared by both walks (the patch does not reset `try`).
+//!
+//! The series was tested with APICv off, so the hardware did not hide IPIs and EOIs
+//! from KVM; vcpulab sees every IPI. Needs the 5.3+ handler (`ready`); refused with
+//! `version = "4.15"` and with fix (a), which changes the same filter.
+//!
 //! ## Halt polling (host side), `kvm_vcpu_halt` in virt/kvm/kvm_main.c
 //! Read in torvalds/linux at the 6.1x tree whose `kvm_vcpu_on_spin` is the single-loop
 //! version (the halt path has been this shape since 5.18's `kvm_vcpu_halt` split and
@@ -130,6 +163,24 @@ impl LastBoostedRule {
     }
 }
 
+/// The series' IPI-aware directed yield (see the module notes).
+#[derive(Clone, Debug, PartialEq)]
+pub struct IpiAwareYield {
+    /// `ipi_window_ns`: how long a tracked IPI counts as recent.
+    pub window: SimDuration,
+    /// `enable_relaxed_boost`: the second, preempted-only walk.
+    pub relaxed_boost: bool,
+}
+
+impl Default for IpiAwareYield {
+    fn default() -> Self {
+        IpiAwareYield {
+            window: SimDuration::from_ms(50),
+            relaxed_boost: true,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct KvmSpec {
     pub vendor: Vendor,
@@ -144,6 +195,8 @@ pub struct KvmSpec {
     pub features: KvmFeatures,
     pub last_boosted: LastBoostedRule,
     pub halt_poll: HaltPoll,
+    /// The series' IPI-aware directed yield; None: upstream's candidate rules.
+    pub ipi_aware: Option<IpiAwareYield>,
 }
 
 /// KVM's halt-polling module parameters (see the module notes), and what a wake-up from
@@ -313,6 +366,7 @@ impl Default for KvmSpec {
             features: KvmFeatures::default(),
             last_boosted: LastBoostedRule::Fixed,
             halt_poll: HaltPoll::default(),
+            ipi_aware: None,
         }
     }
 }
@@ -334,6 +388,9 @@ pub const KVM_KEYS: &[&str] = &[
     "halt_poll_ns_grow_start",
     "halt_poll_ns_shrink",
     "halt_wakeup_cost",
+    "ipi_aware_yield",
+    "ipi_window",
+    "relaxed_boost",
 ];
 
 /// "5.3" .. "5.<n>" (n >= 3) or "6.<n>": the versions the 5.3+ handler models.
@@ -441,6 +498,41 @@ pub fn parse_kvm(t: &Table) -> Res<KvmSpec> {
     if let Some(c) = t.opt_duration("halt_wakeup_cost")? {
         hp.wakeup_cost = c;
     }
+    if t.opt_bool("ipi_aware_yield")? == Some(true) {
+        if k.version == KvmVersion::V4_15 {
+            return t.err(
+                "ipi_aware_yield",
+                "the IPI-aware directed yield was written for the 6.19+ handler (it needs the \
+                 5.3+ `ready` flag); it cannot go with version \"4.15\"",
+            );
+        }
+        if k.features.boost_user_mode_candidates {
+            return t.err(
+                "ipi_aware_yield",
+                "the IPI-aware directed yield and fix (a) boost_user_mode_candidates both \
+                 replace kvm_vcpu_on_spin's user-mode filter; choose one",
+            );
+        }
+        let mut ia = IpiAwareYield::default();
+        if let Some(w) = t.opt_duration("ipi_window")? {
+            ia.window = w;
+        }
+        if let Some(b) = t.opt_bool("relaxed_boost")? {
+            ia.relaxed_boost = b;
+        }
+        k.ipi_aware = Some(ia);
+    } else {
+        for key in ["ipi_window", "relaxed_boost"] {
+            if t.has(key) {
+                return t.err(
+                    key,
+                    format!(
+                        "{key} tunes the IPI-aware directed yield; it needs ipi_aware_yield = true"
+                    ),
+                );
+            }
+        }
+    }
     t.finish(KVM_KEYS)?;
     Ok(k)
 }
@@ -462,6 +554,8 @@ pub struct Candidate {
     pub ipi_from_spinner: bool,
     pub in_spin_loop: bool,
     pub dy_eligible: bool,
+    /// A confirmed recent IPI receiver of the spinner (`kvm_vcpu_is_ipi_receiver`).
+    pub ipi_receiver: bool,
 }
 
 /// Why `kvm_vcpu_on_spin` passed over a vCPU.
@@ -472,6 +566,118 @@ pub enum Skip {
     Halted,
     UserMode,
     NotDyEligible,
+    /// IPI-aware yield: neither an IPI receiver, nor with a pending interrupt, nor
+    /// preempted.
+    NotPreempted,
+}
+
+/// Why the IPI-aware handler took a vCPU as a candidate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tier {
+    /// (1) a confirmed recent IPI receiver of the spinner.
+    IpiReceiver,
+    /// (2) an interrupt is pending for it.
+    PendingInterrupt,
+    /// (3) preempted (in kernel mode when yielding to kernel mode).
+    Preempted,
+    /// The relaxed second walk: preempted.
+    Relaxed,
+}
+
+/// The IPI-aware handler's checks on one vCPU, in the patch's order: `ready`, not the
+/// spinner, not halted, then the tiers (first walk) or preempted (second walk), then the
+/// directed-yield eligibility (toggled as upstream).
+pub fn check_candidate_ipi_aware(
+    c: &mut Candidate,
+    yield_to_kernel_mode: bool,
+    first_walk: bool,
+) -> Result<Tier, Skip> {
+    if !c.ready {
+        return Err(Skip::NotWaiting);
+    }
+    if c.is_spinner {
+        return Err(Skip::Spinner);
+    }
+    if c.halted {
+        return Err(Skip::Halted);
+    }
+    let tier = if !first_walk {
+        if !c.preempted {
+            return Err(Skip::NotPreempted);
+        }
+        Tier::Relaxed
+    } else if c.ipi_receiver {
+        Tier::IpiReceiver
+    } else if c.pending_interrupt {
+        Tier::PendingInterrupt
+    } else if !c.preempted {
+        return Err(Skip::NotPreempted);
+    } else if yield_to_kernel_mode && !c.in_kernel {
+        return Err(Skip::UserMode);
+    } else {
+        Tier::Preempted
+    };
+    if c.in_spin_loop {
+        let eligible = c.dy_eligible;
+        c.dy_eligible = !c.dy_eligible;
+        if !eligible {
+            return Err(Skip::NotDyEligible);
+        }
+    }
+    Ok(tier)
+}
+
+/// One vCPU's IPI tracking (`ipi_context` of the series).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IpiContext {
+    /// As a sender: the vCPU (task) of its last tracked IPI, and when it was sent.
+    pub last_receiver: Option<u32>,
+    pub sent_at: u64,
+    /// As a sender: that IPI is not yet acknowledged.
+    pub pending: bool,
+    /// As a receiver: the sender of the last tracked IPI it got.
+    pub last_sender: Option<u32>,
+}
+
+/// `kvm_track_ipi_communication`: a unicast fixed IPI from `s` to `r` at `now_ns`.
+pub fn track_ipi(ctx: &mut [IpiContext], s: u32, r: u32, now_ns: u64) {
+    if s == r {
+        return;
+    }
+    let sender = &mut ctx[s as usize];
+    sender.last_receiver = Some(r);
+    sender.pending = true;
+    sender.sent_at = now_ns;
+    ctx[r as usize].last_sender = Some(s);
+}
+
+/// `kvm_vcpu_is_ipi_receiver(s, r)` at `now_ns`.
+pub fn is_ipi_receiver(
+    ctx: &[IpiContext],
+    s: u32,
+    r: u32,
+    now_ns: u64,
+    window: SimDuration,
+) -> bool {
+    let c = &ctx[s as usize];
+    c.pending && c.last_receiver == Some(r) && now_ns.saturating_sub(c.sent_at) <= window.ns()
+}
+
+/// The EOI of an IPI from `s` at receiver `r` (see the module notes); returns whether it
+/// cleared the sender's pending flag.
+pub fn ipi_eoi(ctx: &mut [IpiContext], s: u32, r: u32, now_ns: u64, window: SimDuration) -> bool {
+    if ctx[r as usize].last_sender == Some(s) {
+        ctx[r as usize].last_sender = None;
+    }
+    let sender = &mut ctx[s as usize];
+    if sender.pending
+        && sender.last_receiver == Some(r)
+        && now_ns.saturating_sub(sender.sent_at) <= window.ns()
+    {
+        sender.pending = false;
+        return true;
+    }
+    false
 }
 
 /// The order the handler visits vCPU indices: after the last boosted one, wrapping
@@ -799,5 +1005,139 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(grow_window(&fixed, 32768), 32768);
+    }
+
+    /// The series' tiers on hand-built vCPUs (Intel: yield to kernel mode): a confirmed
+    /// IPI receiver passes even woken (not preempted) and in user mode; a pending
+    /// interrupt passes; a preempted vCPU passes in kernel mode only; a woken vCPU with
+    /// nothing pending, which upstream takes, is skipped. The relaxed walk takes any
+    /// preempted vCPU and nothing else.
+    #[test]
+    fn ipi_aware_tiers_rank_receiver_then_pending_interrupt_then_preempted_in_kernel() {
+        let woken_user = Candidate {
+            ready: true,
+            ..Default::default()
+        };
+        let tier = |c: Candidate, first: bool| check_candidate_ipi_aware(&mut { c }, true, first);
+        let receiver = Candidate {
+            ipi_receiver: true,
+            pending_interrupt: true,
+            ..woken_user
+        };
+        assert_eq!(tier(receiver, true), Ok(Tier::IpiReceiver));
+        let pending = Candidate {
+            pending_interrupt: true,
+            ..woken_user
+        };
+        assert_eq!(tier(pending, true), Ok(Tier::PendingInterrupt));
+        assert_eq!(tier(preempted_kernel(), true), Ok(Tier::Preempted));
+        let preempted_user = Candidate {
+            in_kernel: false,
+            ..preempted_kernel()
+        };
+        assert_eq!(tier(preempted_user, true), Err(Skip::UserMode));
+        assert_eq!(tier(woken_user, true), Err(Skip::NotPreempted));
+        assert_eq!(
+            check_candidate(&KvmSpec::default(), &mut { woken_user }, true),
+            Ok(()),
+            "upstream takes a woken vCPU"
+        );
+        // Second walk: preempted only, mode and interrupts aside.
+        assert_eq!(tier(preempted_user, false), Ok(Tier::Relaxed));
+        assert_eq!(tier(receiver, false), Err(Skip::NotPreempted));
+        // The checks before the tiers still apply.
+        let halted = Candidate {
+            halted: true,
+            ..receiver
+        };
+        assert_eq!(tier(halted, true), Err(Skip::Halted));
+        let me = Candidate {
+            is_spinner: true,
+            ..receiver
+        };
+        assert_eq!(tier(me, true), Err(Skip::Spinner));
+        let running = Candidate {
+            ready: false,
+            ..receiver
+        };
+        assert_eq!(tier(running, true), Err(Skip::NotWaiting));
+        // And the directed-yield eligibility after them.
+        let mut spinning = Candidate {
+            in_spin_loop: true,
+            dy_eligible: false,
+            ..receiver
+        };
+        assert_eq!(
+            check_candidate_ipi_aware(&mut spinning, true, true),
+            Err(Skip::NotDyEligible)
+        );
+        assert_eq!(
+            check_candidate_ipi_aware(&mut spinning, true, true),
+            Ok(Tier::IpiReceiver)
+        );
+    }
+
+    /// Sender 0 -> receiver 1: a receiver for 50 ms, no longer after; the EOI of 1 clears
+    /// it, an EOI of another vCPU does not, and the receiver's own IPI as a sender (1 -> 2)
+    /// survives its EOI of 0's (v3's matching-vector clear).
+    #[test]
+    fn ipi_tracking_window_and_clear_on_eoi() {
+        let w = SimDuration::from_ms(50);
+        let ms = 1_000_000u64;
+        let mut ctx = vec![IpiContext::default(); 3];
+        track_ipi(&mut ctx, 0, 1, 10 * ms);
+        assert!(is_ipi_receiver(&ctx, 0, 1, 60 * ms, w));
+        assert!(!is_ipi_receiver(&ctx, 0, 1, 60 * ms + 1, w));
+        assert!(!is_ipi_receiver(&ctx, 0, 2, 20 * ms, w));
+        assert!(!is_ipi_receiver(&ctx, 1, 0, 20 * ms, w));
+        track_ipi(&mut ctx, 1, 2, 11 * ms);
+        assert!(
+            !ipi_eoi(&mut ctx, 0, 2, 12 * ms, w),
+            "vCPU 2 did not get 0's IPI"
+        );
+        assert!(is_ipi_receiver(&ctx, 0, 1, 12 * ms, w));
+        assert!(ipi_eoi(&mut ctx, 0, 1, 12 * ms, w));
+        assert!(!is_ipi_receiver(&ctx, 0, 1, 12 * ms, w));
+        assert_eq!(ctx[1].last_sender, None);
+        assert!(is_ipi_receiver(&ctx, 1, 2, 12 * ms, w));
+        // An EOI after the window leaves the (stale, unused) flag: the patch's rule.
+        track_ipi(&mut ctx, 0, 1, 100 * ms);
+        assert!(!ipi_eoi(&mut ctx, 0, 1, 151 * ms, w));
+        assert!(ctx[0].pending);
+        // A self-IPI is not tracked.
+        let before = ctx.clone();
+        track_ipi(&mut ctx, 2, 2, 200 * ms);
+        assert_eq!(ctx, before);
+    }
+
+    #[test]
+    fn ipi_aware_keys_validate() {
+        let parse = |text: &str| {
+            let v = crate::reader::parse_toml("k.toml", text).unwrap();
+            let t = Table::root("k.toml", &v).unwrap();
+            parse_kvm(&t).map_err(|e| e.to_string())
+        };
+        let k = parse("ipi_aware_yield = true\nipi_window = \"20ms\"").unwrap();
+        assert_eq!(
+            k.ipi_aware,
+            Some(IpiAwareYield {
+                window: SimDuration::from_ms(20),
+                relaxed_boost: true
+            })
+        );
+        assert_eq!(parse("").unwrap().ipi_aware, None);
+        assert_eq!(parse("ipi_aware_yield = false").unwrap().ipi_aware, None);
+        let e = parse("relaxed_boost = false").unwrap_err();
+        assert!(
+            e.contains("relaxed_boost") && e.contains("ipi_aware_yield = true"),
+            "{e}"
+        );
+        let e = parse("version = \"4.15\"\nipi_aware_yield = true").unwrap_err();
+        assert!(e.contains("ipi_aware_yield") && e.contains("4.15"), "{e}");
+        let e = parse("ipi_aware_yield = true\n[features]\nboost_user_mode_candidates = true")
+            .unwrap_err();
+        assert!(e.contains("boost_user_mode_candidates"), "{e}");
+        let e = parse("ipi_aware_yield = 1").unwrap_err();
+        assert!(e.contains("ipi_aware_yield"), "{e}");
     }
 }

@@ -211,6 +211,29 @@ pub struct PleSummary {
     pub streaks: StreakSummary,
     /// From a successful directed yield to the boosted vCPU running (null if none ran).
     pub boost_to_run_ms: Option<LatencySummary>,
+    /// The IPI-aware directed yield's decisions (only with `[kvm] ipi_aware_yield`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ipi_aware_yield: Option<IpiAwareSummary>,
+}
+
+/// One VM's IPI-aware directed-yield decisions, one counter per branch (crate::kvm).
+#[derive(Clone, Debug, Serialize)]
+pub struct IpiAwareSummary {
+    /// Unicast IPIs from its vCPUs recorded as sender -> receiver.
+    pub ipis_tracked: u64,
+    /// EOIs that cleared a sender's pending IPI.
+    pub eoi_cleared: u64,
+    /// Successful directed yields, by the tier that admitted the target.
+    pub boost_ipi_receiver: u64,
+    pub boost_pending_interrupt: u64,
+    pub boost_preempted: u64,
+    pub boost_relaxed: u64,
+    /// vCPUs the first walk passed over: neither receiver, pending nor preempted; or
+    /// preempted in user mode.
+    pub skip_not_preempted: u64,
+    pub skip_user_mode: u64,
+    /// Second (relaxed) walks after a first walk that yielded to nobody.
+    pub relaxed_walks: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -28,7 +28,7 @@
 use super::Sim;
 use crate::kvm::{
     adjust_halt_poll, grow_window, guest_adjust_limit, guest_should_poll, GuestHaltPoll, GuestIdle,
-    HaltPoll, KvmSpec, Vendor,
+    HaltPoll, IpiContext, KvmSpec, Tier, Vendor,
 };
 use crate::metrics::Histogram;
 use crate::model::Model;
@@ -112,6 +112,23 @@ pub(super) struct CpuPoll {
     pub(super) until: SimTime,
 }
 
+/// One VM's decisions of the IPI-aware directed yield (`[kvm] ipi_aware_yield`), one
+/// counter per branch: unicast IPIs tracked from its vCPUs, EOIs that cleared a
+/// sender's pending IPI, successful boosts by the tier that admitted the target, vCPUs
+/// skipped by the tiers, and second (relaxed) walks.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct IpiAwareCounts {
+    pub(super) ipis_tracked: u64,
+    pub(super) eoi_cleared: u64,
+    pub(super) boost_ipi_receiver: u64,
+    pub(super) boost_pending_interrupt: u64,
+    pub(super) boost_preempted: u64,
+    pub(super) boost_relaxed: u64,
+    pub(super) skip_not_preempted: u64,
+    pub(super) skip_user_mode: u64,
+    pub(super) relaxed_walks: u64,
+}
+
 /// The KVM layer's state beyond each vCPU's own.
 pub(super) struct KvmState {
     /// KVM with PLE on; None: no pause-loop exits (the per-vCPU state stays cold).
@@ -140,6 +157,12 @@ pub(super) struct KvmState {
     pub(super) guest_poll: Vec<Option<GuestHaltPoll>>,
     /// Per VM: wake-up latency of its vCPUs (ns).
     pub(super) wake_latency: Vec<Histogram>,
+    /// The IPI-aware directed yield is on (with PLE): the IPI hooks' fast test.
+    pub(super) ipi_tracking: bool,
+    /// Per task: its IPI tracking (empty when off).
+    pub(super) ipi: Vec<IpiContext>,
+    /// Per VM: the IPI-aware handler's decisions (empty when off).
+    pub(super) ipi_counts: Vec<IpiAwareCounts>,
 }
 
 impl KvmState {
@@ -147,7 +170,22 @@ impl KvmState {
         let halt_poll = model.kvm.as_ref().map(|k| k.halt_poll.clone());
         let on = halt_poll.is_some();
         let ncpus = model.host.topo.ncpus();
+        let ipi_tracking = model
+            .kvm
+            .as_ref()
+            .is_some_and(|k| k.ple && k.ipi_aware.is_some());
         KvmState {
+            ipi_tracking,
+            ipi: if ipi_tracking {
+                vec![IpiContext::default(); tasks]
+            } else {
+                Vec::new()
+            },
+            ipi_counts: if ipi_tracking {
+                vec![IpiAwareCounts::default(); model.vms.len()]
+            } else {
+                Vec::new()
+            },
             spec: model.kvm.clone().filter(|k| k.ple),
             last_boosted: vec![0; model.vms.len()],
             streaks: vec![BTreeMap::new(); tasks],
@@ -591,6 +629,137 @@ impl<S: Scheduler> Sim<'_, S> {
         }
     }
 
+    /// A unicast fixed IPI from vCPU `s` to vCPU `r` is delivered (IPI-aware yield).
+    pub(super) fn track_ipi(&mut self, s: TaskId, r: TaskId) {
+        let now = self.st.now.0;
+        crate::kvm::track_ipi(&mut self.st.kvm.ipi, s, r, now);
+        let vm = self.st.tasks[s as usize].vm as usize;
+        self.st.kvm.ipi_counts[vm].ipis_tracked += 1;
+    }
+
+    /// vCPU `r` acknowledges (EOIs) an IPI from vCPU `s` (IPI-aware yield).
+    pub(super) fn ipi_eoi(&mut self, s: TaskId, r: TaskId) {
+        let now = self.st.now.0;
+        let window = self.ipi_window();
+        if crate::kvm::ipi_eoi(&mut self.st.kvm.ipi, s, r, now, window) {
+            let vm = self.st.tasks[s as usize].vm as usize;
+            self.st.kvm.ipi_counts[vm].eoi_cleared += 1;
+        }
+    }
+
+    fn ipi_window(&self) -> SimDuration {
+        self.st
+            .kvm
+            .spec
+            .as_ref()
+            .and_then(|k| k.ipi_aware.as_ref())
+            .map_or(SimDuration::ZERO, |a| a.window)
+    }
+
+    /// The series' IPI-aware `kvm_vcpu_on_spin` (see `crate::kvm`): the upstream ring
+    /// walk with the tiered candidate test, then, if nothing was yielded to, a relaxed
+    /// walk over preempted vCPUs.
+    fn kvm_vcpu_on_spin_ipi_aware(
+        &mut self,
+        me: TaskId,
+        cpu: CpuId,
+        yield_to_kernel_mode: bool,
+        k: &KvmSpec,
+    ) {
+        let ia = k
+            .ipi_aware
+            .clone()
+            .expect("IPI-aware handler without its spec");
+        let vm = self.st.tasks[me as usize].vm as usize;
+        let base = self.st.vm_task_base[vm];
+        let n = self.st.vm_vcpus[vm];
+        let last = self.st.kvm.last_boosted[vm];
+        self.st.tasks[me as usize].kv.in_spin_loop = true;
+        let now = self.st.now.0;
+        // `try` is not reset between the walks; past 0 it never reaches 0 again.
+        let mut tries: i32 = 3;
+        'walks: for first_walk in [true, false] {
+            if !first_walk {
+                if !ia.relaxed_boost {
+                    break;
+                }
+                self.st.kvm.ipi_counts[vm].relaxed_walks += 1;
+            }
+            for (offset, i) in crate::kvm::ring_order(n, last).enumerate() {
+                let v = base + i;
+                let task = &self.st.tasks[v as usize];
+                let mut cand = crate::kvm::Candidate {
+                    is_spinner: v == me,
+                    preempted: task.kv.preempted,
+                    ready: task.kv.ready,
+                    halted: self.view.state[v as usize] == RunState::Halted,
+                    in_kernel: task.kv.in_kernel,
+                    pending_interrupt: !task.pending_acks.is_empty(),
+                    ipi_from_spinner: false,
+                    in_spin_loop: task.kv.in_spin_loop,
+                    dy_eligible: task.kv.dy_eligible,
+                    ipi_receiver: crate::kvm::is_ipi_receiver(
+                        &self.st.kvm.ipi,
+                        me,
+                        v,
+                        now,
+                        ia.window,
+                    ),
+                };
+                let verdict = crate::kvm::check_candidate_ipi_aware(
+                    &mut cand,
+                    yield_to_kernel_mode,
+                    first_walk,
+                );
+                self.st.tasks[v as usize].kv.dy_eligible = cand.dy_eligible;
+                let tier = match verdict {
+                    Ok(t) => t,
+                    Err(skip) => {
+                        let c = &mut self.st.kvm.ipi_counts[vm];
+                        match skip {
+                            crate::kvm::Skip::NotPreempted => c.skip_not_preempted += 1,
+                            crate::kvm::Skip::UserMode => c.skip_user_mode += 1,
+                            _ => {}
+                        }
+                        continue;
+                    }
+                };
+                self.st.tasks[me as usize].c.yield_attempts += 1;
+                let req = YieldRequest {
+                    from: me,
+                    from_cpu: cpu,
+                    target: v,
+                    ignore_vcpu_fairness: k.features.boost_ignores_vcpu_fairness,
+                    migrate_to_yielder: k.features.migrate_boosted_to_spinner,
+                };
+                match self.yield_to(req) {
+                    YieldResult::Yielded => {
+                        self.st.tasks[me as usize].c.yield_successes += 1;
+                        self.st.tasks[v as usize].kv.boosted_at = Some(self.st.now);
+                        self.st.kvm.last_boosted[vm] = k.last_boosted.stored(i, offset as u32);
+                        let c = &mut self.st.kvm.ipi_counts[vm];
+                        match tier {
+                            Tier::IpiReceiver => c.boost_ipi_receiver += 1,
+                            Tier::PendingInterrupt => c.boost_pending_interrupt += 1,
+                            Tier::Preempted => c.boost_preempted += 1,
+                            Tier::Relaxed => c.boost_relaxed += 1,
+                        }
+                        self.trace_instant(me, "yield_to", Some(cpu), Some(v));
+                        break 'walks;
+                    }
+                    YieldResult::NoSuchTarget => {
+                        tries -= 1;
+                        if tries == 0 {
+                            break;
+                        }
+                    }
+                    YieldResult::Failed => {}
+                }
+            }
+        }
+        self.st.kvm.spin_loop_exits.push(me);
+    }
+
     /// KVM's PLE handler: directed yield to a candidate vCPU of the spinner's VM.
     fn kvm_vcpu_on_spin(
         &mut self,
@@ -599,6 +768,9 @@ impl<S: Scheduler> Sim<'_, S> {
         yield_to_kernel_mode: bool,
         k: &KvmSpec,
     ) {
+        if k.ipi_aware.is_some() {
+            return self.kvm_vcpu_on_spin_ipi_aware(me, cpu, yield_to_kernel_mode, k);
+        }
         let vm = self.st.tasks[me as usize].vm as usize;
         let base = self.st.vm_task_base[vm];
         let n = self.st.vm_vcpus[vm];
@@ -619,6 +791,7 @@ impl<S: Scheduler> Sim<'_, S> {
                 ipi_from_spinner: task.pending_acks.contains(&spinner_thread),
                 in_spin_loop: task.kv.in_spin_loop,
                 dy_eligible: task.kv.dy_eligible,
+                ipi_receiver: false,
             };
             let verdict = crate::kvm::check_candidate(k, &mut cand, yield_to_kernel_mode);
             self.st.tasks[v as usize].kv.dy_eligible = cand.dy_eligible;

@@ -135,6 +135,9 @@ impl<S: Scheduler> Sim<'_, S> {
         for h in &mut self.st.kvm.wake_latency {
             h.clear();
         }
+        for c in &mut self.st.kvm.ipi_counts {
+            *c = Default::default();
+        }
         self.st.sched_counters_at_warmup = self.sched.counters();
         self.st.forced_idle_at_warmup = self.sched.forced_idle_ns(self.st.now).unwrap_or_default();
         self.st.ft.reset_metrics();
@@ -273,6 +276,19 @@ impl<S: Scheduler> Sim<'_, S> {
                     yield_successes: tot.yield_successes,
                     streaks: streak_summary(&vm_streaks),
                     boost_to_run_ms: latency_summary(&vm_boost),
+                    ipi_aware_yield: self.st.kvm.ipi_counts.get(vi).map(|c| {
+                        crate::summary::IpiAwareSummary {
+                            ipis_tracked: c.ipis_tracked,
+                            eoi_cleared: c.eoi_cleared,
+                            boost_ipi_receiver: c.boost_ipi_receiver,
+                            boost_pending_interrupt: c.boost_pending_interrupt,
+                            boost_preempted: c.boost_preempted,
+                            boost_relaxed: c.boost_relaxed,
+                            skip_not_preempted: c.skip_not_preempted,
+                            skip_user_mode: c.skip_user_mode,
+                            relaxed_walks: c.relaxed_walks,
+                        }
+                    }),
                 }),
                 workloads,
                 vcpus,

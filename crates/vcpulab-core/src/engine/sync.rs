@@ -120,7 +120,24 @@ impl<S: Scheduler> Sim<'_, S> {
         let acks = std::mem::take(&mut task.pending_acks);
         task.has_pending_acks = false;
         for sender in acks {
+            if self.st.kvm.ipi_tracking {
+                let s = self.st.threads[sender as usize].task;
+                self.ipi_eoi(s, t);
+            }
             self.ack_ipi(sender);
+        }
+    }
+
+    /// IPI-aware directed yield: an `ipi` operation of vCPU `src` that reaches exactly
+    /// one other vCPU of its VM is a unicast fixed IPI, tracked before any EOI.
+    #[inline(never)]
+    fn track_unicast_ipi(&mut self, src: TaskId, base: u32, list: &[u32], shootdown: bool) {
+        let mut dests = list
+            .iter()
+            .map(|&i| base + i)
+            .filter(|&tt| tt != src && (!shootdown || self.st.tasks[tt as usize].in_mm));
+        if let (Some(r), None) = (dests.next(), dests.next()) {
+            self.track_ipi(src, r);
         }
     }
 
@@ -229,6 +246,9 @@ impl<S: Scheduler> Sim<'_, S> {
             IpiTargets::All => (0..n).collect(),
             IpiTargets::List(l) => l.clone(), // validated: every index < vcpus
         };
+        if self.st.kvm.ipi_tracking {
+            self.track_unicast_ipi(src, base, &list, shootdown);
+        }
         let mut pending = 0;
         for i in list {
             let tt = base + i;
@@ -251,6 +271,9 @@ impl<S: Scheduler> Sim<'_, S> {
                 // mode and leaves the mm with it, as a halted one does when woken to ack.
                 if shootdown && self.idle_polling(tt) {
                     self.st.tasks[tt as usize].in_mm = false;
+                }
+                if self.st.kvm.ipi_tracking {
+                    self.ipi_eoi(src, tt);
                 }
                 continue;
             }

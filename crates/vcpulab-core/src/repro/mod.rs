@@ -111,6 +111,11 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         include_str!("../../../../scenarios/reproductions/halt-poll/experiment.toml"),
         include_str!("../../../../scenarios/reproductions/halt-poll/scenario.toml"),
     ),
+    (
+        "kvm-yield-series",
+        include_str!("../../../../scenarios/reproductions/kvm-yield-series/experiment.toml"),
+        include_str!("../../../../scenarios/reproductions/kvm-yield-series/scenario.toml"),
+    ),
 ];
 
 #[derive(Clone, Debug, Serialize)]

@@ -39,14 +39,23 @@
 //!
 //! ## Parameters
 //! `base_slice` 0.75 ms (unscaled), `tick` 4 ms, `migration_cost` 0.5 ms, `group_per_vm`
-//! false, `buddy_rule` "6.14", `tunable_scaling` true. The default stays "6.14": it is
+//! false, `buddy_rule` "6.14", `tunable_scaling` true, `yield_series` "off". The default stays "6.14": it is
 //! what vcpulab modelled before 6.19 existed, and the reproductions were written against
 //! it.
+//!
+//! - `yield_series` (default "off": upstream) runs the scheduler side of Wanpeng Li's
+//!   proposed "Semantics-aware vCPU scheduling for oversubscribed KVM" series on each
+//!   `yield_to`, between the buddy and the yield: "v2" pushes the yielder's vruntime at
+//!   the common ancestor (the "debooster"), "v3" credits lag to the nominated buddy and
+//!   forces a local reschedule. The rules, their sources and deviations are in
+//!   `eevdf/series.rs`. "v3" needs the PICK_BUDDY rule it credits the buddy for, so it is
+//!   refused with `buddy_rule = "6.6"`.
 //!
 //! ## Counters
 //! Under `buddy_rule = "6.19"` only (so the other rules' summaries keep their counters):
 //! `yield_forfeit` (an eligible yielder forfeited its vruntime) and
-//! `yield_ineligible_unchanged` (an ineligible yielder was left as it was).
+//! `yield_ineligible_unchanged` (an ineligible yielder was left as it was). With
+//! `yield_series` on, that version's counters (`eevdf/series.rs`) follow.
 //!
 //! ## Fixes from the seed papers
 //! (b): on the spinner's own run queue the yield_to buddy is honoured even if ineligible;
@@ -70,7 +79,10 @@ use super::fair::{
     Fair, FairPolicy, Tunables, C_PICK_NEXT_BUDDY, C_PICK_NEXT_BUDDY_REFUSED, C_TICK_PREEMPT,
 };
 use super::{ParamInfo, ParamKind, Params, SchedCtx, TaskId};
+use crate::reader::{Res, Table};
 use crate::time::SimDuration;
+
+pub mod series;
 
 pub const DESCRIPTION: &str = "Linux 6.6+ EEVDF: eligibility by lag, earliest virtual deadline, 6.6, 6.14 or 6.19 buddy and yield rule, yield_to";
 
@@ -118,6 +130,12 @@ pub const PARAMS: &[ParamInfo] = &[
         default: "6.14",
         help: "6.14: next buddy honoured if eligible (PICK_BUDDY); 6.6: ignored (NEXT_BUDDY off); 6.19: as 6.14, and an eligible yielder forfeits its vruntime (79104becf42b)",
     },
+    ParamInfo {
+        name: "yield_series",
+        kind: ParamKind::Choice(&["off", "v2", "v3"]),
+        default: "off",
+        help: "the proposed semantics-aware directed yield series on yield_to: off (upstream); v2: the yielder's vruntime pushed at the common ancestor (debooster); v3: lag credited to the buddy and a forced local reschedule",
+    },
 ];
 
 /// EEVDF over the shared fair-class machinery.
@@ -129,6 +147,10 @@ pub fn new(p: &Params) -> Fair<Eevdf> {
             forfeit_on_yield: p.choice("buddy_rule") == "6.19",
             yields: YieldCounts::default(),
             period_floor: SimDuration::from_ms(6),
+            series: series::YieldSeries {
+                series: series::Series::parse(&p.choice("yield_series")),
+                ..Default::default()
+            },
         },
         Tunables {
             tick: p.duration("tick"),
@@ -164,6 +186,8 @@ pub struct Eevdf {
     /// like the base slice), which the bound kept when both policies shared CFS's
     /// tunables; EEVDF itself has no such period.
     pub(super) period_floor: SimDuration,
+    /// The proposed directed-yield series' scheduler side (`yield_series`) and its state.
+    pub(super) series: series::YieldSeries,
 }
 
 impl FairPolicy for Eevdf {
@@ -284,6 +308,19 @@ impl FairPolicy for Eevdf {
         f.update_min_vruntime(rq);
     }
 
+    /// The series' rules between the buddy and the yield (`eevdf/series.rs`).
+    #[inline]
+    fn yield_to_task(
+        f: &mut Fair<Self>,
+        ctx: &mut SchedCtx,
+        me: TaskId,
+        cpu: u32,
+        target: TaskId,
+        p_cpu: u32,
+    ) {
+        series::yield_to(f, ctx, me, cpu, target, p_cpu);
+    }
+
     fn policy_counters(&self, out: &mut Vec<(&'static str, u64)>) {
         if self.forfeit_on_yield {
             out.push(("yield_forfeit", self.yields.forfeit));
@@ -292,6 +329,7 @@ impl FairPolicy for Eevdf {
                 self.yields.ineligible_unchanged,
             ));
         }
+        series::counters(&self.series, out);
     }
 }
 
@@ -367,7 +405,25 @@ impl super::Registered for Eevdf {
     fn build(p: &Params) -> Fair<Eevdf> {
         new(p).with_core_sched(p)
     }
+    fn check_params(t: &Table) -> Res<()> {
+        check_params(t)
+    }
     fn event_period(p: &Params) -> Option<crate::time::SimDuration> {
         Some(p.duration("tick").min(p.duration("base_slice")))
     }
+}
+
+/// "v3" credits lag so that PICK_BUDDY (6.14+) honours the buddy; the 6.6 rule has no
+/// PICK_BUDDY, so the combination would credit a buddy nobody picks.
+pub fn check_params(t: &Table) -> Res<()> {
+    let rule = t.opt_str("buddy_rule")?.unwrap_or("6.14");
+    if t.opt_str("yield_series")? == Some("v3") && rule == "6.6" {
+        return t.err(
+            "yield_series",
+            "\"v3\" credits lag to the yield_to buddy for PICK_BUDDY (Linux 6.14+) to pick it; \
+             buddy_rule = \"6.6\" has no PICK_BUDDY. Use buddy_rule \"6.14\" or \"6.19\" (the \
+             series was based on 6.19 and 7.1)",
+        );
+    }
+    Ok(())
 }

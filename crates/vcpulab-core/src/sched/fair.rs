@@ -226,6 +226,19 @@ pub trait FairPolicy: Sized {
     fn entity_tick(_f: &mut Fair<Self>, _ctx: &mut SchedCtx, _rq: u32, _e: u32, _cpu: u32) {}
     /// `yield_task_fair` for `me`, running on `cpu` with others waiting, just charged.
     fn yield_task(f: &mut Fair<Self>, me: TaskId, cpu: u32);
+    /// The part of `yield_to_task_fair` between `set_next_buddy` and `yield_task_fair`:
+    /// `me` (running on `cpu`, not yet charged) yields to `target`, queued on `p_cpu` and
+    /// just made the next buddy. Upstream does nothing here; proposed series do (EEVDF's
+    /// `yield_series`).
+    fn yield_to_task(
+        _f: &mut Fair<Self>,
+        _ctx: &mut SchedCtx,
+        _me: TaskId,
+        _cpu: u32,
+        _target: TaskId,
+        _p_cpu: u32,
+    ) {
+    }
     /// Counters of decision branches that only a policy option has, appended after the
     /// shared ones, and only when the option is on: a summary under the other options
     /// keeps exactly the counters it had.
@@ -440,6 +453,15 @@ impl<P: FairPolicy> Fair<P> {
     /// The group entity whose own queue `rq` is (None: `rq` is a pCPU's root queue).
     pub(super) fn group_of_queue(&self, rq: u32) -> Option<&Entity> {
         (rq as usize >= self.ncpus).then(|| &self.ents[self.ntasks + rq as usize - self.ncpus])
+    }
+
+    /// Tasks queued or running under `rq` at every level (`h_nr_queued`).
+    pub(super) fn h_nr_queued(&self, rq: u32) -> u64 {
+        if (rq as usize) < self.ncpus {
+            self.h_nr[rq as usize]
+        } else {
+            self.rqs[rq as usize].nr_running
+        }
     }
 
     pub(super) fn leaf_rq(&self, t: TaskId, cpu: u32) -> u32 {
@@ -1041,6 +1063,7 @@ impl<P: FairPolicy> Fair<P> {
         // preempt each other endlessly.
         let force = req.ignore_vcpu_fairness && p_cpu == cpu;
         self.set_next_buddy(target, p_cpu, force);
+        P::yield_to_task(self, ctx, me, cpu, target, p_cpu);
         self.yield_task(ctx, me, cpu);
         self.counters.bump(C_YIELD_OK);
         if p_cpu != cpu {

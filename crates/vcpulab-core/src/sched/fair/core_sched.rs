@@ -468,6 +468,7 @@ mod tests {
             forfeit_on_yield: false,
             yields: YieldCounts::default(),
             period_floor: SimDuration(6_000_000),
+            series: Default::default(),
         };
         let tun = Tunables {
             tick: SimDuration(4_000_000),

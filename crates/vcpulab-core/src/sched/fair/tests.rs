@@ -60,6 +60,7 @@ fn eevdf(pick_buddy: bool) -> Eevdf {
         forfeit_on_yield: false,
         yields: YieldCounts::default(),
         period_floor: SimDuration(6_000_000),
+        series: Default::default(),
     }
 }
 
