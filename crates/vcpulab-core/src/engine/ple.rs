@@ -656,6 +656,54 @@ impl<S: Scheduler> Sim<'_, S> {
             .map_or(SimDuration::ZERO, |a| a.window)
     }
 
+    /// What `kvm_vcpu_on_spin` knows of vCPU `v` as a candidate for spinner `me`
+    /// (`ipi_receiver` is the IPI-aware handler's to fill in).
+    fn spin_candidate(&self, me: TaskId, v: TaskId) -> crate::kvm::Candidate {
+        let task = &self.st.tasks[v as usize];
+        crate::kvm::Candidate {
+            is_spinner: v == me,
+            preempted: task.kv.preempted,
+            ready: task.kv.ready,
+            halted: self.view.state[v as usize] == RunState::Halted,
+            in_kernel: task.kv.in_kernel,
+            pending_interrupt: !task.pending_acks.is_empty(),
+            ipi_from_spinner: task.pending_acks.contains(&self.st.tasks[me as usize].cur),
+            in_spin_loop: task.kv.in_spin_loop,
+            dy_eligible: task.kv.dy_eligible,
+            ipi_receiver: false,
+        }
+    }
+
+    /// `yield_to` from spinner `me` to candidate `v`, with the handler's bookkeeping: the
+    /// attempt, and on success the boost time, the VM's `last_boosted_vcpu` (`stored`) and
+    /// the trace event.
+    fn boost_candidate(
+        &mut self,
+        me: TaskId,
+        cpu: CpuId,
+        v: TaskId,
+        k: &KvmSpec,
+        stored: u32,
+    ) -> YieldResult {
+        self.st.tasks[me as usize].c.yield_attempts += 1;
+        let req = YieldRequest {
+            from: me,
+            from_cpu: cpu,
+            target: v,
+            ignore_vcpu_fairness: k.features.boost_ignores_vcpu_fairness,
+            migrate_to_yielder: k.features.migrate_boosted_to_spinner,
+        };
+        let result = self.yield_to(req);
+        if result == YieldResult::Yielded {
+            self.st.tasks[me as usize].c.yield_successes += 1;
+            self.st.tasks[v as usize].kv.boosted_at = Some(self.st.now);
+            let vm = self.st.tasks[me as usize].vm as usize;
+            self.st.kvm.last_boosted[vm] = stored;
+            self.trace_instant(me, "yield_to", Some(cpu), Some(v));
+        }
+        result
+    }
+
     /// The series' IPI-aware `kvm_vcpu_on_spin` (see `crate::kvm`): the upstream ring
     /// walk with the tiered candidate test, then, if nothing was yielded to, a relaxed
     /// walk over preempted vCPUs.
@@ -687,25 +735,9 @@ impl<S: Scheduler> Sim<'_, S> {
             }
             for (offset, i) in crate::kvm::ring_order(n, last).enumerate() {
                 let v = base + i;
-                let task = &self.st.tasks[v as usize];
-                let mut cand = crate::kvm::Candidate {
-                    is_spinner: v == me,
-                    preempted: task.kv.preempted,
-                    ready: task.kv.ready,
-                    halted: self.view.state[v as usize] == RunState::Halted,
-                    in_kernel: task.kv.in_kernel,
-                    pending_interrupt: !task.pending_acks.is_empty(),
-                    ipi_from_spinner: false,
-                    in_spin_loop: task.kv.in_spin_loop,
-                    dy_eligible: task.kv.dy_eligible,
-                    ipi_receiver: crate::kvm::is_ipi_receiver(
-                        &self.st.kvm.ipi,
-                        me,
-                        v,
-                        now,
-                        ia.window,
-                    ),
-                };
+                let mut cand = self.spin_candidate(me, v);
+                cand.ipi_receiver =
+                    crate::kvm::is_ipi_receiver(&self.st.kvm.ipi, me, v, now, ia.window);
                 let verdict = crate::kvm::check_candidate_ipi_aware(
                     &mut cand,
                     yield_to_kernel_mode,
@@ -724,19 +756,8 @@ impl<S: Scheduler> Sim<'_, S> {
                         continue;
                     }
                 };
-                self.st.tasks[me as usize].c.yield_attempts += 1;
-                let req = YieldRequest {
-                    from: me,
-                    from_cpu: cpu,
-                    target: v,
-                    ignore_vcpu_fairness: k.features.boost_ignores_vcpu_fairness,
-                    migrate_to_yielder: k.features.migrate_boosted_to_spinner,
-                };
-                match self.yield_to(req) {
+                match self.boost_candidate(me, cpu, v, k, k.last_boosted.stored(i, offset as u32)) {
                     YieldResult::Yielded => {
-                        self.st.tasks[me as usize].c.yield_successes += 1;
-                        self.st.tasks[v as usize].kv.boosted_at = Some(self.st.now);
-                        self.st.kvm.last_boosted[vm] = k.last_boosted.stored(i, offset as u32);
                         let c = &mut self.st.kvm.ipi_counts[vm];
                         match tier {
                             Tier::IpiReceiver => c.boost_ipi_receiver += 1,
@@ -744,7 +765,6 @@ impl<S: Scheduler> Sim<'_, S> {
                             Tier::Preempted => c.boost_preempted += 1,
                             Tier::Relaxed => c.boost_relaxed += 1,
                         }
-                        self.trace_instant(me, "yield_to", Some(cpu), Some(v));
                         break 'walks;
                     }
                     YieldResult::NoSuchTarget => {
@@ -776,44 +796,17 @@ impl<S: Scheduler> Sim<'_, S> {
         let n = self.st.vm_vcpus[vm];
         let last = self.st.kvm.last_boosted[vm];
         self.st.tasks[me as usize].kv.in_spin_loop = true;
-        let spinner_thread = self.st.tasks[me as usize].cur;
         let mut tries = 3;
         for (offset, i) in crate::kvm::ring_order(n, last).enumerate() {
             let v = base + i;
-            let task = &self.st.tasks[v as usize];
-            let mut cand = crate::kvm::Candidate {
-                is_spinner: v == me,
-                preempted: task.kv.preempted,
-                ready: task.kv.ready,
-                halted: self.view.state[v as usize] == RunState::Halted,
-                in_kernel: task.kv.in_kernel,
-                pending_interrupt: !task.pending_acks.is_empty(),
-                ipi_from_spinner: task.pending_acks.contains(&spinner_thread),
-                in_spin_loop: task.kv.in_spin_loop,
-                dy_eligible: task.kv.dy_eligible,
-                ipi_receiver: false,
-            };
+            let mut cand = self.spin_candidate(me, v);
             let verdict = crate::kvm::check_candidate(k, &mut cand, yield_to_kernel_mode);
             self.st.tasks[v as usize].kv.dy_eligible = cand.dy_eligible;
             if verdict.is_err() {
                 continue;
             }
-            self.st.tasks[me as usize].c.yield_attempts += 1;
-            let req = YieldRequest {
-                from: me,
-                from_cpu: cpu,
-                target: v,
-                ignore_vcpu_fairness: k.features.boost_ignores_vcpu_fairness,
-                migrate_to_yielder: k.features.migrate_boosted_to_spinner,
-            };
-            match self.yield_to(req) {
-                YieldResult::Yielded => {
-                    self.st.tasks[me as usize].c.yield_successes += 1;
-                    self.st.tasks[v as usize].kv.boosted_at = Some(self.st.now);
-                    self.st.kvm.last_boosted[vm] = k.last_boosted.stored(i, offset as u32);
-                    self.trace_instant(me, "yield_to", Some(cpu), Some(v));
-                    break;
-                }
+            match self.boost_candidate(me, cpu, v, k, k.last_boosted.stored(i, offset as u32)) {
+                YieldResult::Yielded => break,
                 YieldResult::NoSuchTarget => {
                     tries -= 1;
                     if tries == 0 {
