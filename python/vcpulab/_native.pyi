@@ -52,6 +52,10 @@ def workload_kinds_json() -> str:
     """The workload kinds (program and the presets: name, description) as JSON."""
     ...
 
+def shipped_profiles() -> list[tuple[str, str]]:
+    """The host profiles shipped with vcpulab: (name, TOML text)."""
+    ...
+
 def experiments_json() -> str:
     """The built-in experiments with their cases as JSON."""
 

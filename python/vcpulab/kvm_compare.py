@@ -26,21 +26,28 @@ from . import kvm as K
 COMPUTE_OP = "10us"  # one compute op of the compute-loop cases
 NCS = "30ns"  # non-critical work between lock acquisitions
 HOLD = "12ns"  # critical section
+HELD_OUT_HOLD = "300ns"  # the held-out lock cases' longer critical section
 BARRIER_WORK = "30ns"
 WAKE_GAP = {"dist": "uniform", "min": "1ms", "max": "3ms"}
 PLE_WINDOW = 4096  # spins (~100 us with PAUSE) before the user-space PLE exit
 PAUSE_NS = 24.7  # one PAUSE in the guest on these hosts (KVM notes: 1e8 PAUSEs, 24.7 ns each)
 SIM_BASE_GHZ = 1.0  # the simulated host's base clock (no turbo table: base_ghz defaults to 1.0)
-PLE_EXIT_COST = "32us"  # one OUT -> user space -> KVM_RUN round trip from CPL3 (KVM notes)
+# The costs of exits, wake-ups and cache-line handoffs come from a host profile
+# (`vcpulab kvm calibrate`): `[kvm] ple_exit_cost` is the harness's user-space PLE exit (an
+# OUT -> user space -> KVM_RUN round trip), `[kvm] halt_wakeup_cost` the wake-up of a vCPU
+# halted in such an exit, `[host.costs] cacheline_transfer` a lock word's trip to another
+# CPU. See `machine_profile`.
 
 # The harness's user-space PLE policies and their closest counterpart in the simulator's
-# KVM model. Common to all: the harness's guest spins at CPL3 on an AMD host, so the
-# simulated lock is a user-mode lock (`mode = "user"`) under `vendor = "amd"`: AMD's pause
-# filter counts user-mode spins, and a user-mode spinner's handler applies no kernel-mode
-# filter to candidates, like the harness (which skips only the spinner and finished vCPUs).
+# KVM model. Common to all: the harness's guest spins at CPL3 and the harness counts the
+# spins itself (on any vendor; PVM traps no PAUSE), so the simulated lock is a user-mode
+# lock (`mode = "user"`) under `vendor = "amd"`, the model's only vendor whose pause filter
+# counts user-mode spins; a user-mode spinner's handler applies no kernel-mode filter to
+# candidates, like the harness (which skips only the spinner and finished vCPUs).
 # The window is fixed (the harness does not grow it): 4096 spins x 24.7 ns = ~101 us; each
-# exit costs the PVM world switch. The simulated handler always tries a directed yield
-# (`yield_to`: next buddy on the target, the spinner's deadline one slice later); which
+# exit costs the host profile's `ple_exit_cost` (the PVM world switch). The simulated
+# handler always tries a directed yield (`yield_to`: next buddy on the target, the
+# spinner's deadline one slice later); which
 # buddy rule and fixes make it closest to each harness policy:
 #   policy       -> ([kvm] overrides, [kvm.features], eevdf buddy_rule, why)
 PLE_SIM: dict[str, tuple[dict[str, Any], dict[str, bool], Optional[str], str]] = {
@@ -110,7 +117,33 @@ def _kvm_sc(name: str, vcpus: int, workloads: list[dict[str, Any]], policies: Op
 
 
 def _sim_sc(name: str, vms: list[dict[str, Any]], duration: str, sched: dict[str, Any]) -> dict[str, Any]:
-    return {"name": name, "duration": duration, "seed": 1, "host": {"cores_per_socket": 2}, "scheduler": sched, "vm": vms}
+    host: dict[str, Any] = {"cores_per_socket": 2}
+    if sched.get("_profile"):
+        host["profile"] = sched["_profile"]
+    return {"name": name, "duration": duration, "seed": 1, "host": host, "scheduler": sched, "vm": vms}
+
+
+def _profile_meta(text: str) -> dict[str, Any]:
+    import tomllib
+
+    return tomllib.loads(text).get("profile", {})
+
+
+def machine_profile() -> tuple[Optional[str], str]:
+    """The shipped host profile of the machine this runs on, matched by kernel release and
+    CPU model (its `[profile]` `kernel` and `cpus`): (name, note), or (None, why not)."""
+    from . import _native
+    from .kvm_calibrate import _cpu_model
+
+    kernel, cpus = " ".join(os.uname()[2:4]), _cpu_model()
+    for name, text in _native.shipped_profiles():
+        meta = _profile_meta(text)
+        if meta.get("kernel", "").split()[:1] == kernel.split()[:1] and meta.get("cpus") == cpus:
+            return name, f"host profile {name} (shipped; measured {meta.get('measured')} on this kernel and CPU model)"
+    return None, ("no shipped host profile matches this machine (kernel " + kernel.split()[0] + ", " + cpus +
+                  "): exit, wake-up and cache-line costs are the model's defaults; measure them with "
+                  "`vcpulab kvm calibrate --out F` and pass `--profile F`")
+
 
 
 def _prog(ops: list[dict[str, Any]], threads: int) -> dict[str, Any]:
@@ -128,23 +161,30 @@ def cases() -> list[dict[str, Any]]:
     """Every case: id, real scenario, sim scenario builder (sched -> dict or None), rows."""
     out: list[dict[str, Any]] = []
 
-    def add(cid: str, real: dict[str, Any], sim: Optional[Callable[[dict[str, Any]], dict[str, Any]]], rows: list[Row], note: str = "") -> None:
-        out.append({"id": cid, "real": real, "sim": sim, "rows": rows, "note": note})
+    def add(cid: str, real: dict[str, Any], sim: Optional[Callable[[dict[str, Any]], dict[str, Any]]], rows: list[Row], note: str = "",
+            held_out: bool = False) -> None:
+        out.append({"id": cid, "real": real, "sim": sim, "rows": rows, "note": note, "held_out": held_out})
 
     w0 = lambda s: s["vms"][0]["workloads"][0]  # noqa: E731
-    for n in (1, 2, 4, 8):
+    for n in (1, 2, 4, 8, 3):
         ops = [{"op": "compute", "duration": COMPUTE_OP}]
         add(f"compute-N{n}", _kvm_sc(f"compute-N{n}", n, [_prog(ops, n)]),
             lambda sched, n=n, ops=ops: _sim_sc(f"compute-N{n}", [{"name": "guest", "vcpus": n, "workload": [_prog(ops, n)]}], "1s", sched),
             [("throughput", "ops/s", lambda s: w0(s)["throughput"], lambda s: s["vms"][0]["throughput"]),
-             ("fairness_jain", "", lambda s: w0(s).get("fairness_jain"), lambda s: _jain([v["cpu_time_s"] for v in s["vms"][0]["vcpus"]]))])
-    for kind, ns in (("tas", (1, 2, 4, 8)), ("ticket", (1, 2, 4))):
-        for n in ns:
-            ops = [{"op": "compute", "duration": NCS}, {"op": "lock", "lock": "l", "kind": kind, "hold": HOLD}]
-            add(f"{kind}-N{n}", _kvm_sc(f"{kind}-N{n}", n, [_prog(ops, n)]),
-                lambda sched, n=n, ops=ops, kind=kind: _sim_sc(f"{kind}-N{n}", [{"name": "guest", "vcpus": n, "workload": [_prog(ops, n)]}], "200ms", sched),
-                [("ns_per_op", "ns", lambda s: w0(s).get("ns_per_op"), lambda s: 1e9 / s["vms"][0]["throughput"] if s["vms"][0]["throughput"] else None)])
-    for n in (1, 2, 4):
+             ("fairness_jain", "", lambda s: w0(s).get("fairness_jain"), lambda s: _jain([v["cpu_time_s"] for v in s["vms"][0]["vcpus"]]))],
+            held_out=n == 3)
+    lock_cases = [(kind, n, HOLD, "", False) for kind, ns in (("tas", (1, 2, 4, 8)), ("ticket", (1, 2, 4))) for n in ns]
+    # held out (issue 27, part 6): other N, and a longer critical section
+    lock_cases += [("tas", 3, HOLD, "", True), ("ticket", 3, HOLD, "", True),
+                   ("tas", 2, HELD_OUT_HOLD, "-hold300ns", True), ("ticket", 2, HELD_OUT_HOLD, "-hold300ns", True)]
+    for kind, n, hold, suffix, held in lock_cases:
+        ops = [{"op": "compute", "duration": NCS}, {"op": "lock", "lock": "l", "kind": kind, "hold": hold}]
+        cid = f"{kind}-N{n}{suffix}"
+        add(cid, _kvm_sc(cid, n, [_prog(ops, n)]),
+            lambda sched, n=n, ops=ops, cid=cid: _sim_sc(cid, [{"name": "guest", "vcpus": n, "workload": [_prog(ops, n)]}], "200ms", sched),
+            [("ns_per_op", "ns", lambda s: w0(s).get("ns_per_op"), lambda s: 1e9 / s["vms"][0]["throughput"] if s["vms"][0]["throughput"] else None)],
+            held_out=held)
+    for n in (1, 2, 4, 3):
         ops = [{"op": "compute", "duration": BARRIER_WORK}, {"op": "ipi", "targets": "all"}]
         # The simulated round: an IPI to every vCPU, listed, i.e. smp_call_function to all
         # online CPUs with wait = 1 (the sender spins until each target has run). Not
@@ -156,38 +196,46 @@ def cases() -> list[dict[str, Any]]:
         add(f"barrier-N{n}", _kvm_sc(f"barrier-N{n}", n, [_prog(ops, n)]),
             lambda sched, n=n, sim_ops=sim_ops: _sim_sc(f"barrier-N{n}", [{"name": "guest", "vcpus": n, "workload": [_prog(sim_ops, n)]}], "200ms", sched),
             [("ns_per_round", "ns", lambda s: w0(s).get("ns_per_round"), lambda s, n=n: 1e9 * n / s["vms"][0]["throughput"] if s["vms"][0]["throughput"] else None)],
-            note="sim: an ipi to every vCPU (listed) per loop, acknowledged when each runs; real: a sense-reversing barrier")
-    for busy in (0, 3, 7):
-        for nice in (None, 19):
-            cid = f"wake-busy{busy}" + ("-nice19" if nice else "")
-            wl = [_prog([{"op": "io", "latency": WAKE_GAP}], 1)]
+            note="sim: an ipi to every vCPU (listed) per loop, acknowledged when each runs; real: a sense-reversing barrier",
+            held_out=n == 3)
+    for busy, nice in [(0, None), (0, 19), (3, None), (3, 19), (7, None), (7, 19), (1, None), (1, 19)]:
+        cid = f"wake-busy{busy}" + ("-nice19" if nice else "")
+        wl = [_prog([{"op": "io", "latency": WAKE_GAP}], 1)]
+        if busy:
+            wl.append(_prog([{"op": "compute", "duration": COMPUTE_OP}], busy))
+        pol = [{"vcpus": "0", "nice": nice}] if nice else []
+
+        def sim(sched: dict[str, Any], busy: int = busy, nice: Optional[int] = nice, cid: str = cid) -> dict[str, Any]:
+            vms = [{"name": "waker", "vcpus": 1, "weight": NICE19_WEIGHT if nice else NICE0_WEIGHT,
+                    "workload": [{"kind": "program", "threads": 1, "ops": [{"op": "serve", "service": "1us"}],
+                                  "arrivals": {"process": "poisson", "rate": 500}}]}]
             if busy:
-                wl.append(_prog([{"op": "compute", "duration": COMPUTE_OP}], busy))
-            pol = [{"vcpus": "0", "nice": nice}] if nice else []
+                vms.append({"name": "busy", "vcpus": busy, "weight": NICE0_WEIGHT, "workload": [_prog([{"op": "compute", "duration": COMPUTE_OP}], busy)]})
+            sc = _sim_sc(cid, vms, "2s", sched)
+            # The harness's halt is a user-space exit (OUT, then a blocking read of an
+            # eventfd): no in-kernel halt polling; the wake-up pays the profile's
+            # halt_wakeup_cost before guest code runs.
+            sc["kvm"] = {"halt_poll_ns": 0, "ple": False}
+            return sc
 
-            def sim(sched: dict[str, Any], busy: int = busy, nice: Optional[int] = nice) -> dict[str, Any]:
-                vms = [{"name": "waker", "vcpus": 1, "weight": NICE19_WEIGHT if nice else NICE0_WEIGHT,
-                        "workload": [{"kind": "program", "threads": 1, "ops": [{"op": "serve", "service": "1us"}],
-                                      "arrivals": {"process": "poisson", "rate": 500}}]}]
-                if busy:
-                    vms.append({"name": "busy", "vcpus": busy, "weight": NICE0_WEIGHT, "workload": [_prog([{"op": "compute", "duration": COMPUTE_OP}], busy)]})
-                return _sim_sc(cid, vms, "2s", sched)
-
-            add(cid, _kvm_sc(cid, 1 + busy, wl, pol), sim,
-                [("wake_p50", "us", lambda s: w0(s)["latency_ms"]["p50"] * 1e3 if w0(s)["latency_ms"] else None,
-                  lambda s: s["vms"][0]["latency_ms"]["p50"] * 1e3 if s["vms"][0].get("latency_ms") else None)],
-                note="real: halt exit, woken by the harness's eventfd 1-3 ms later (floor ~30 us world switch); sim: request "
-                     "arrival to response of a 1 us serve op" + ("; nice 19 on the woken vCPU (sim: VM weight 15 vs 1024)" if nice else ""))
+        add(cid, _kvm_sc(cid, 1 + busy, wl, pol), sim, held_out=busy == 1,
+            rows=
+            [("wake_p50", "us", lambda s: w0(s)["latency_ms"]["p50"] * 1e3 if w0(s)["latency_ms"] else None,
+              lambda s: s["vms"][0]["latency_ms"]["p50"] * 1e3 if s["vms"][0].get("latency_ms") else None)],
+            note="real: halt exit, woken by the harness's eventfd 1-3 ms later; sim: request arrival to response of a "
+                 "1 us serve op, the wake-up paying the profile's halt_wakeup_cost" + ("; nice 19 on the woken vCPU (sim: VM weight 15 vs 1024)" if nice else ""))
     ops = [{"op": "compute", "duration": COMPUTE_OP}]
-    add("shares-8192-vs-128",
-        _kvm_sc("shares", 4, [_prog(ops, 4)], [{"vcpus": "0-1", "cgroup": "hi"}, {"vcpus": "2-3", "cgroup": "lo"}],
-                {"cgroup": [{"name": "hi", "shares": 8192}, {"name": "lo", "shares": 128}]}),
-        lambda sched: _sim_sc("shares", [{"name": "hi", "vcpus": 2, "weight": 8192, "workload": [_prog(ops, 2)]},
-                                         {"name": "lo", "vcpus": 2, "weight": 128, "workload": [_prog(ops, 2)]}], "1s",
-                              {**sched, **({"group_per_vm": True} if "group_per_vm" in sched.get("_params", ()) else {})}),
-        [("wait_ratio_lo_hi", "", lambda s: _ratio(s, (2, 3), (0, 1)),
-          lambda s: s["vms"][1]["wait_time_s"] / s["vms"][0]["wait_time_s"] if s["vms"][0]["wait_time_s"] else None)],
-        note="compute N=4: vCPUs 0-1 in a cgroup with cpu.shares 8192, 2-3 with 128; sim: two VMs with those weights, a group per VM")
+    for hi, lo, held in ((8192, 128, False), (1024, 256, True)):
+        add(f"shares-{hi}-vs-{lo}",
+            _kvm_sc("shares", 4, [_prog(ops, 4)], [{"vcpus": "0-1", "cgroup": "hi"}, {"vcpus": "2-3", "cgroup": "lo"}],
+                    {"cgroup": [{"name": "hi", "shares": hi}, {"name": "lo", "shares": lo}]}),
+            lambda sched, hi=hi, lo=lo: _sim_sc("shares", [{"name": "hi", "vcpus": 2, "weight": hi, "workload": [_prog(ops, 2)]},
+                                                           {"name": "lo", "vcpus": 2, "weight": lo, "workload": [_prog(ops, 2)]}], "1s",
+                                                {**sched, **({"group_per_vm": True} if "group_per_vm" in sched.get("_params", ()) else {})}),
+            [("wait_ratio_lo_hi", "", lambda s: _ratio(s, (2, 3), (0, 1)),
+              lambda s: s["vms"][1]["wait_time_s"] / s["vms"][0]["wait_time_s"] if s["vms"][0]["wait_time_s"] else None)],
+            note=f"compute N=4: vCPUs 0-1 in a cgroup with cpu.shares {hi}, 2-3 with {lo}; sim: two VMs with those weights, a group per VM",
+            held_out=held)
     for pol in K.PLE_POLICIES:
         ops = [{"op": "compute", "duration": NCS}, {"op": "lock", "lock": "l", "kind": "ticket", "hold": HOLD}]
         sim_ops = [ops[0], {**ops[1], "mode": "user"}]
@@ -208,9 +256,10 @@ def cases() -> list[dict[str, Any]]:
 
 
 def ple_sim_kvm() -> dict[str, Any]:
-    """The simulator's [kvm] table shared by the ple-* cases (see PLE_SIM)."""
+    """The simulator's [kvm] table shared by the ple-* cases (see PLE_SIM); the exit's cost
+    comes from the host profile."""
     return {"vendor": "amd", "ple": True, "ple_window": round(PLE_WINDOW * PAUSE_NS * SIM_BASE_GHZ),
-            "ple_window_grow": 1, "ple_exit_cost": PLE_EXIT_COST}
+            "ple_window_grow": 1}
 
 
 def _ratio(s: dict[str, Any], num: tuple[int, ...], den: tuple[int, ...]) -> Optional[float]:
@@ -233,8 +282,9 @@ def select(names: list[str]) -> list[dict[str, Any]]:
     return out
 
 
-def sim_scheduler() -> tuple[Optional[dict[str, Any]], str]:
-    """The simulator's host model for this machine, or (None, why not)."""
+def sim_scheduler(profile: Optional[str] = None) -> tuple[Optional[dict[str, Any]], str]:
+    """The simulator's host model for this machine, or (None, why not). `profile`: a host
+    profile (file or shipped name); default: the shipped profile of this machine, if any."""
     from . import api
 
     scheds = {s["name"]: s for s in api.schedulers()}
@@ -246,7 +296,12 @@ def sim_scheduler() -> tuple[Optional[dict[str, Any]], str]:
     if "tick" in params:
         sched["tick"] = f"{1000 / hm['hz']:g}ms"
     sched["_params"] = sorted(params)
-    return sched, f"eevdf, tick {1000 / hm['hz']:g} ms ({hm['hz_source']}), 2 pCPUs; preemption: {hm['preempt']}"
+    if profile:
+        prof_note = f"host profile {profile}"
+    else:
+        profile, prof_note = machine_profile()
+    sched["_profile"] = profile
+    return sched, f"eevdf, tick {1000 / hm['hz']:g} ms ({hm['hz_source']}), 2 pCPUs; preemption: {hm['preempt']}; {prof_note}"
 
 
 def run_case(case: dict[str, Any], sched: Optional[dict[str, Any]], sim_note: str, duration: str, repetitions: int,
@@ -283,21 +338,26 @@ def run_case(case: dict[str, Any], sched: Optional[dict[str, Any]], sim_note: st
         sim = sim_fn(sim_summary) if sim_summary is not None else None
         rows.append({"case": case["id"], "metric": metric, "unit": unit, "real": med, "real_spread": spread, "sim": sim,
                      "ratio": (sim / med) if (sim is not None and med) else None, "real_runs": vals, "harness": harness,
-                     "note": note})
+                     "held_out": case["held_out"], "note": note})
     return rows
 
 
 # ---------------------------------------------------------------- the validation gate
 
 
-def simulate(case: dict[str, Any], tick: str) -> dict[str, Optional[float]]:
+def simulate(case: dict[str, Any], tick: str, profile: Optional[str] = None) -> dict[str, Optional[float]]:
     """The simulated side of one case alone (deterministic; no /dev/kvm): metric -> value,
-    on the eevdf host model with the given tick."""
+    on the eevdf host model with the given tick and host profile."""
     from . import api
 
     if case["sim"] is None:
         return {metric: None for metric, *_ in case["rows"]}
-    sc = case["sim"]({"name": "eevdf", "tick": tick})
+    from . import api as _api
+
+    params = next(s["params"] for s in _api.schedulers() if s["name"] == "eevdf")
+    # the same scheduler keys as the live comparison (sim_scheduler), with this tick
+    sc = case["sim"]({"name": "eevdf", "tick": tick, "_params": sorted(p["name"] for p in params), "_profile": profile})
+    sc["scheduler"] = {k: v for k, v in sc["scheduler"].items() if not k.startswith("_")}
     summary = api.run(sc).summary
     return {metric: sim_fn(summary) for metric, _unit, _real_fn, sim_fn in case["rows"]}
 
@@ -312,13 +372,13 @@ def gate(names: Optional[list[str]] = None) -> list[dict[str, Any]]:
     chosen = select(names or [])
     out = []
     for case in chosen:
-        sims = simulate(case, ref.TICK)
+        sims = simulate(case, ref.TICK, ref.PROFILE)
         for rc, metric, unit, real, spread, _runs, band, why in ref.ROWS:
             if rc != case["id"]:
                 continue
             sim = sims.get(metric)
             ratio = sim / real if sim is not None and real else None
             out.append({"case": rc, "metric": metric, "unit": unit, "real": real, "real_spread": spread,
-                        "sim": sim, "ratio": ratio, "band": list(band),
+                        "sim": sim, "ratio": ratio, "band": list(band), "held_out": case["held_out"],
                         "in_band": ratio is not None and band[0] <= ratio <= band[1], "why": why})
     return out

@@ -1,6 +1,7 @@
 """The validation gate (issue 27, part 6): the simulated side of every `vcpulab kvm compare`
 case, run without /dev/kvm, against the real medians committed in vcpulab/kvm_reference.py
-(measured on this machine, with date, kernel and load). A row leaves its band when a model
+(measured on the reference machine, with date, kernel and load; the simulated side runs
+on that machine's host profile). A row leaves its band when a model
 change moves it: the barrier N=4 row moved 2,800x once and nothing noticed; this test is
 what notices now."""
 
@@ -22,9 +23,12 @@ def test_every_case_stays_in_its_documented_band():
     rows = kc.gate()
     assert [(r["case"], r["metric"]) for r in rows] == [(c, m) for c, m, *_ in ref.ROWS]
     assert all(r["in_band"] for r in rows), _out(rows)
-    # The 2x target (issue 27): how many rows meet it is part of the record, in both directions.
-    within = [r for r in rows if r["band"] == [0.5, 2.0]]
-    assert len(within) == 15, [(r["case"], r["metric"]) for r in within]
+    # The 2x target (issue 27): how many rows meet it is part of the record, in both
+    # directions; the held-out cases are counted apart.
+    within = [(r["case"], r["metric"]) for r in rows if r["band"] == [0.5, 2.0] and not r["held_out"]]
+    held = [(r["case"], r["metric"]) for r in rows if r["band"] == [0.5, 2.0] and r["held_out"]]
+    assert (len(within), len(held)) == (21, 8), (within, held)
+    assert sum(1 for r in rows if not r["held_out"]) == 30
 
 
 def test_a_simulated_barrier_round_waits_for_every_vcpu():
@@ -38,8 +42,9 @@ def test_a_simulated_barrier_round_waits_for_every_vcpu():
 
 def test_the_gate_fails_on_a_deliberately_broken_cost(monkeypatch):
     """A context switch of 500 us instead of the model's 2 us: the wake-up of a vCPU that
-    must preempt a busy one and the ticket collapse leave their bands (and the gate says
-    which); compute throughput, 12% lower, stays within 2x and does not."""
+    must preempt a busy one leaves its band (and the gate says which); compute throughput,
+    12% lower, stays within 2x and does not. (The ticket collapse, now dominated by the
+    cache-line handoffs and the tick, stays in its pinned band.)"""
     plain = kc._sim_sc
 
     def broken(name, vms, duration, sched):
@@ -48,9 +53,27 @@ def test_the_gate_fails_on_a_deliberately_broken_cost(monkeypatch):
         return sc
 
     monkeypatch.setattr(kc, "_sim_sc", broken)
-    rows = kc.gate(["wake-busy3", "ticket-N4", "compute-N8"])
+    rows = kc.gate(["wake-busy3", "compute-N8"])
     left = {r["case"] for r in rows if not r["in_band"]}
-    assert left == {"wake-busy3", "ticket-N4"}, _out(rows)
+    assert left == {"wake-busy3"}, _out(rows)
+
+
+def test_the_gate_fails_when_the_profiles_cacheline_cost_is_lost(monkeypatch):
+    """The host profile's cache-line handoff (84 ns, measured by `vcpulab kvm calibrate`)
+    is what brings the two-vCPU lock and barrier rows within 2x: set back to 0 in every
+    simulated scenario (a scenario key wins over its profile), they leave their bands;
+    compute, which takes no lock, does not."""
+    plain = kc._sim_sc
+
+    def broken(name, vms, duration, sched):
+        sc = plain(name, vms, duration, sched)
+        sc["host"]["costs"] = {"cacheline_transfer": "0ns"}
+        return sc
+
+    monkeypatch.setattr(kc, "_sim_sc", broken)
+    rows = kc.gate(["tas-N2", "ticket-N2", "barrier-N2", "compute-N2"])
+    left = {r["case"] for r in rows if not r["in_band"]}
+    assert left == {"tas-N2", "ticket-N2", "barrier-N2"}, _out(rows)
 
 
 def test_the_cli_reports_the_gate_and_fails_when_a_row_leaves_its_band():

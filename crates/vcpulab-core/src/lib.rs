@@ -18,6 +18,7 @@ pub mod kvm;
 pub mod metrics;
 pub mod model;
 pub mod overrides;
+pub mod profile;
 pub mod reader;
 pub mod repro;
 pub mod rng;

@@ -93,6 +93,10 @@ pub struct Costs {
     /// An inter-processor interrupt: paid when a host thread on one pCPU wakes or
     /// interrupts a vCPU (or thread) that last ran on another.
     pub ipi: SimDuration,
+    /// A contended cache line moving from one core to another: paid by a guest thread
+    /// that takes a lock last taken on another core, and twice by an IPI sender (its
+    /// request out, the acknowledgement back). Zero unless set (or a host profile sets it).
+    pub cacheline_transfer: SimDuration,
 }
 
 impl Default for Costs {
@@ -115,6 +119,9 @@ impl Default for Costs {
             // entry: ~2 us on Westmere/Skylake-era servers (KVM posted-interrupt-less
             // delivery; measured figures for cross-core wake-ups are 2-5 us).
             ipi: SimDuration::from_us(2),
+            // Off by default: what a handoff costs depends on the machine (measured by
+            // `vcpulab kvm calibrate` as `cacheline_handoff`, and set by a host profile).
+            cacheline_transfer: SimDuration::ZERO,
         }
     }
 }
@@ -229,6 +236,10 @@ impl Scenario {
     }
 
     pub fn from_value(v: &toml::Value, origin: &str) -> Res<Scenario> {
+        if let Some(merged) = crate::profile::apply(v, origin)? {
+            // `host.profile` is gone from the merged scenario, so this does not recurse again.
+            return Scenario::from_value(&merged, origin);
+        }
         let root = Table::root(origin, v)?;
         let name = root.opt_str("name")?.unwrap_or("unnamed").to_string();
         let description = root.opt_str("description")?.unwrap_or("").to_string();
@@ -461,6 +472,9 @@ fn parse_host(t: &Table) -> Res<HostSpec> {
         if let Some(d) = ct.opt_duration("ipi")? {
             costs.ipi = d;
         }
+        if let Some(d) = ct.opt_duration("cacheline_transfer")? {
+            costs.cacheline_transfer = d;
+        }
         if let Some(m) = ct.get("migration") {
             let mt = m.table()?;
             for (i, key) in ["smt_sibling", "same_socket", "other_socket", "other_numa"]
@@ -473,7 +487,7 @@ fn parse_host(t: &Table) -> Res<HostSpec> {
             }
             mt.finish(&["smt_sibling", "same_socket", "other_socket", "other_numa"])?;
         }
-        ct.finish(&["context_switch", "migration", "ipi"])?;
+        ct.finish(&["context_switch", "migration", "ipi", "cacheline_transfer"])?;
     }
     let isolcpus = t
         .get("isolcpus")

@@ -300,6 +300,10 @@ pub struct EventCounts {
     pub scheduler_timers: u64,
     pub ipis_sent: u64,
     pub lock_acquisitions: u64,
+    /// Lock handoffs and IPI round trips charged `[host.costs] cacheline_transfer`
+    /// (absent when it is zero).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cacheline_transfers: u64,
     /// Packets through the split driver's backend (absent on the direct path).
     #[serde(skip_serializing_if = "is_zero")]
     pub backend_packets: u64,

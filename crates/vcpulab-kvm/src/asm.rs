@@ -236,6 +236,11 @@ impl Asm {
         self.op_rm(&[], &[0x2B], r, mem);
     }
 
+    /// `sub r64, r64` (REX.W 29 /r: reg=src, rm=dst): dst -= src.
+    pub fn sub(&mut self, dst: Reg, src: Reg) {
+        self.op_rr(0x29, src, dst);
+    }
+
     /// `xor r64, r64` (REX.W 31 /r: reg=src, rm=dst).
     pub fn xor(&mut self, dst: Reg, src: Reg) {
         self.op_rr(0x31, src, dst);
@@ -516,6 +521,7 @@ mod tests {
             xor r15, 1
             shl rdx, 32
             cmp r11, r14
+            sub r11, r15
             cmp qword ptr [rbp+0x100], 0x100
             rdtsc
             pause
@@ -535,6 +541,7 @@ mod tests {
         a.xor_imm8(R15, 1);
         a.shl_imm(Rdx, 32);
         a.cmp(R11, R14);
+        a.sub(R11, R15);
         a.cmp_mem_imm(m(Rbp, 0x100), 0x100);
         a.rdtsc();
         a.pause();

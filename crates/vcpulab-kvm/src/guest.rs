@@ -61,7 +61,8 @@ pub const P_CS: i32 = 0x08; // loops inside the critical section
 pub const P_PLE: i32 = 0x10; // PLE window in spins (u64::MAX = off)
 pub const P_SLEEP: i32 = 0x18; // timer program: TSC ticks to sleep
 pub const P_SAMPLES_END: i32 = 0x20; // end of the sample buffer
-                                     // slot offsets: results
+pub const P_ROLE: i32 = 0x28; // ping-pong: 0 or 1
+                              // slot offsets: results
 pub const R_TSTART: i32 = 0x40;
 pub const R_TEND: i32 = 0x48;
 pub const R_OPS: i32 = 0x50;
@@ -77,6 +78,8 @@ pub const PORT_DONE: u8 = 0x20;
 pub const PORT_PLE: u8 = 0x21;
 pub const PORT_HALT: u8 = 0x22;
 pub const PORT_SLEEP: u8 = 0x23;
+/// Calibration: an exit the harness resumes at once.
+pub const PORT_NULL: u8 = 0x24;
 
 pub fn group_addr(g: usize) -> u64 {
     GROUPS + g as u64 * GROUP_SIZE
@@ -112,10 +115,22 @@ pub enum Program {
     Timer,
     /// No workload: finish right after the start barrier.
     Idle,
+    /// Calibration (`vcpulab kvm calibrate`): a loop of `out PORT_NULL`, which the harness
+    /// resumes at once; one op is one exit to user space and back into the guest.
+    NullExit,
+    /// Calibration: two vCPUs of a group pass a counter back and forth (role 0 writes it
+    /// when even, role 1 when odd, each polling with PAUSE); one op is one handoff of the
+    /// counter's cache line from one spinning vCPU to the other.
+    PingPong,
+    /// Calibration: read the TSC in a tight loop and record every gap longer than the
+    /// threshold (`sleep_ns`, in the slot's `P_SLEEP` as TSC ticks): the time the vCPU lost
+    /// to the host (its interrupts, the tick, other threads) while it was running. One op
+    /// is one such gap; every gap is a sample (ns).
+    Gaps,
 }
 
 impl Program {
-    pub const ALL: [Program; 7] = [
+    pub const ALL: [Program; 10] = [
         Program::Compute,
         Program::Tas,
         Program::Ticket,
@@ -123,6 +138,9 @@ impl Program {
         Program::Wake,
         Program::Timer,
         Program::Idle,
+        Program::NullExit,
+        Program::PingPong,
+        Program::Gaps,
     ];
 
     pub fn name(self) -> &'static str {
@@ -134,6 +152,9 @@ impl Program {
             Program::Wake => "wake",
             Program::Timer => "timer",
             Program::Idle => "idle",
+            Program::NullExit => "null-exit",
+            Program::PingPong => "ping-pong",
+            Program::Gaps => "gaps",
         }
     }
 }
@@ -270,6 +291,54 @@ fn emit(a: &mut Asm, p: Program) {
         Program::Idle => {
             a.jmp(done);
         }
+        Program::NullExit => {
+            let top = a.label();
+            a.bind(top);
+            a.out(PORT_NULL);
+            a.inc(Rsi);
+            stop_or(a, top, done);
+        }
+        Program::PingPong => {
+            // My k-th write happens when the counter is 2k + role.
+            let (top, wait, go) = (a.label(), a.label(), a.label());
+            a.load(R15, m(R8, P_ROLE));
+            a.bind(top);
+            a.xor(R11, R11);
+            a.mov(Rax, Rsi);
+            a.shl_imm(Rax, 1);
+            a.or(Rax, R15);
+            a.bind(wait);
+            a.cmp_load(Rax, m(Rbx, L_WORD));
+            a.jcc(Cond::E, go);
+            a.pause();
+            spin_check(a, done);
+            a.jmp(wait);
+            a.bind(go);
+            a.inc_mem(m(Rbx, L_WORD)); // only the vCPU whose turn it is writes
+            a.inc(Rsi);
+            stop_or(a, top, done);
+        }
+        Program::Gaps => {
+            let (top, full, short) = (a.label(), a.label(), a.label());
+            a.load(R12, m(R8, P_SLEEP)); // the threshold, TSC ticks
+            a.rdtsc64();
+            a.mov(R15, Rax);
+            a.bind(top);
+            a.rdtsc64();
+            a.mov(R11, Rax);
+            a.sub(R11, R15); // the gap since the last read
+            a.mov(R15, Rax);
+            a.cmp(R11, R12);
+            a.jcc(Cond::B, short);
+            a.inc(Rsi);
+            a.cmp_load(Rdi, m(R8, P_SAMPLES_END));
+            a.jcc(Cond::Ae, full);
+            a.store(m(Rdi, 0), R11);
+            a.add_imm(Rdi, 8);
+            a.bind(full);
+            a.bind(short);
+            stop_or(a, top, done);
+        }
     }
     epilogue(a, done);
 }
@@ -361,18 +430,21 @@ mod tests {
         // barrier programs DONE + PLE; wake and timer DONE + their blocking exit.
         let g = assemble().unwrap();
         let mut bounds: Vec<(Program, usize)> = g.entries.clone();
-        bounds.push((Program::Idle, g.code.len()));
+        bounds.push((Program::Gaps, g.code.len()));
         for w in bounds.windows(2) {
             let body = &g.code[w[0].1..w[1].1];
             let ports: Vec<u8> = body
                 .windows(2)
-                .filter(|b| b[0] == 0xE6 && b[1] >= 0x20 && b[1] <= 0x23)
+                .filter(|b| b[0] == 0xE6 && b[1] >= 0x20 && b[1] <= 0x24)
                 .map(|b| b[1])
                 .collect();
             let want: &[u8] = match w[0].0 {
                 Program::Compute | Program::Idle => &[PORT_DONE],
                 Program::Tas | Program::Ticket | Program::Barrier => &[PORT_PLE, PORT_DONE],
                 Program::Wake => &[PORT_HALT, PORT_DONE],
+                Program::NullExit => &[PORT_NULL, PORT_DONE],
+                Program::PingPong => &[PORT_PLE, PORT_DONE],
+                Program::Gaps => &[PORT_DONE],
                 Program::Timer => &[PORT_SLEEP, PORT_DONE],
             };
             assert_eq!(ports, want, "{:?}", w[0].0);

@@ -497,6 +497,7 @@ impl Ctx {
     pub(crate) fn on_exit(&self, v: usize, port: u8) -> std::result::Result<Next, String> {
         match port {
             PORT_DONE => Ok(Next::Done),
+            PORT_NULL => Ok(Next::Resume),
             PORT_PLE => {
                 self.ple.on_spin(v);
                 Ok(Next::Resume)
@@ -602,6 +603,17 @@ fn validate(cfg: &Config) -> Result<()> {
             }
         }
     }
+    for (i, v) in cfg.vcpus.iter().enumerate() {
+        if v.program == Program::PingPong {
+            let members = cfg.vcpus.iter().filter(|w| w.group == v.group).count();
+            if members != 2 {
+                return Err(Error::Config(format!(
+                    "vcpus[{i}]: a ping-pong group needs exactly 2 vCPUs, group {} has {members}",
+                    v.group
+                )));
+            }
+        }
+    }
     for g in &cfg.cgroups {
         if g.name.is_empty()
             || !g
@@ -662,7 +674,9 @@ pub fn run(cfg: Config) -> Result<RunResult> {
         );
         mem.set(s + P_SAMPLES_END as u64, samples_addr(i) + SAMPLES_SIZE);
         let g = group_addr(v.group) + B_N as u64;
-        mem.set(g, mem.get(g) + 1);
+        let rank = mem.get(g);
+        mem.set(s + P_ROLE as u64, rank & 1);
+        mem.set(g, rank + 1);
     }
 
     let _signals = SignalGuard::install()?;

@@ -147,6 +147,48 @@ impl VcpuRunner for HostThread {
                     }
                 },
                 Program::Idle => {}
+                Program::NullExit => loop {
+                    ctx.on_exit(v, PORT_NULL)?;
+                    ops += 1;
+                    if stopped() {
+                        break;
+                    }
+                },
+                Program::Gaps => {
+                    let threshold = p(P_SLEEP);
+                    let mut prev = rdtsc();
+                    loop {
+                        let now = rdtsc();
+                        let gap = now.wrapping_sub(prev);
+                        prev = now;
+                        if gap >= threshold {
+                            ops += 1;
+                            if sample_ptr < samples_end {
+                                m.set(sample_ptr, gap);
+                                sample_ptr += 8;
+                            }
+                        }
+                        if stopped() {
+                            break;
+                        }
+                    }
+                }
+                Program::PingPong => {
+                    let (w, role) = (m.word(grp + L_WORD as u64), p(P_ROLE));
+                    'outer: loop {
+                        cur = 0;
+                        while w.load(Acquire) != 2 * ops + role {
+                            if !spin(&mut cur, &mut spins, &mut ple)? {
+                                break 'outer;
+                            }
+                        }
+                        w.fetch_add(1, Release);
+                        ops += 1;
+                        if stopped() {
+                            break;
+                        }
+                    }
+                }
             }
         }
         m.set(slot + R_TEND as u64, rdtsc());

@@ -448,6 +448,12 @@ fn kvm_cgroup_leftovers() -> Vec<String> {
     vcpulab_kvm::cgroup_leftovers()
 }
 
+/// The host profiles shipped with vcpulab: (name, TOML text).
+#[pyfunction]
+fn shipped_profiles() -> Vec<(&'static str, &'static str)> {
+    vcpulab_core::profile::SHIPPED.to_vec()
+}
+
 #[pyfunction]
 fn version() -> &'static str {
     vcpulab_core::VERSION
@@ -459,6 +465,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate_text, m)?)?;
     m.add_function(wrap_pyfunction!(trace_text, m)?)?;
     m.add_function(wrap_pyfunction!(schedulers_json, m)?)?;
+    m.add_function(wrap_pyfunction!(shipped_profiles, m)?)?;
     m.add_function(wrap_pyfunction!(workload_kinds_json, m)?)?;
     m.add_function(wrap_pyfunction!(experiments_json, m)?)?;
     m.add_function(wrap_pyfunction!(reproduce_case, m)?)?;

@@ -17,6 +17,7 @@ examples:
   vcpulab kvm compare                                    every validation case, real vs simulated
   vcpulab kvm compare tas ticket-N4 --json               rows {case, metric, unit, real, real_spread, sim}
   vcpulab kvm compare --list
+  vcpulab kvm calibrate --out host.toml                  measure this host's costs as a host profile
 
 Needs /dev/kvm (else the guest programs run as host threads, with a notice) and root for
 RT classes, nice < 0 and cgroups. Host settings changed for a run are restored afterwards,
@@ -49,7 +50,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--reference", action="store_true",
                    help="simulated side only, against the committed real reference of this machine "
                         "(vcpulab/kvm_reference.py); exit status 1 if a case leaves its band")
+    c.add_argument("--profile", metavar="PROFILE",
+                   help="host profile for the simulated side (a file, or a shipped profile's name; default: "
+                        "the shipped profile of this machine if one matches, see docs/validation.md)")
     c.set_defaults(func=cmd_kvm_compare)
+    cal = ks.add_parser("calibrate", help="measure this host's costs with the harness; write a host profile",
+                        formatter_class=formatter, epilog=KVM_EPILOG,
+                        description="Measure the exit round trip, the halt wake-up, a cache-line handoff and the "
+                                    "host's slice with the KVM harness, and write them as a host profile "
+                                    "([host] profile = \"FILE\" in a scenario).")
+    cal.add_argument("--out", metavar="PROFILE.toml", help="write the profile here (default: print it)")
+    cal.add_argument("--name", metavar="NAME", help="the profile's name (default: the file name without .toml)")
+    cal.add_argument("--duration", default="1s", metavar="D", help="length of each run (default 1s)")
+    cal.add_argument("--repetitions", type=int, default=3, metavar="N", help="runs per measurement (default 3)")
+    cal.add_argument("--json", action="store_true", help="print the measurements as JSON on stdout")
+    cal.set_defaults(func=cmd_kvm_calibrate)
 
 
 def cmd_kvm_run(args: argparse.Namespace) -> int:
@@ -78,7 +93,7 @@ def cmd_kvm_compare(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.reference:
         return _kvm_gate(args)
-    sched, sim_note = kc.sim_scheduler()
+    sched, sim_note = kc.sim_scheduler(args.profile)
     sys.stderr.write(f"vcpulab: simulated host: {sim_note}\n")
     progress = (lambda m: sys.stderr.write(f"  {m}\n")) if sys.stderr.isatty() and not args.json else None
     rows = []
@@ -87,15 +102,62 @@ def cmd_kvm_compare(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return EXIT_OK
-    body = [[r["case"], r["metric"], r["unit"], num(r["real"], 4), num(r["real_spread"], 2), num(r["sim"], 4), num(r["ratio"], 3)]
-            for r in rows]
-    sys.stdout.write(table(["case", "metric", "unit", "real (median)", "spread", "sim", "sim/real"], body,
-                           right=[False, False, False, True, True, True, True]) + "\n")
+    for held in (False, True):
+        part = [r for r in rows if r["held_out"] == held]
+        if not part:
+            continue
+        if held:
+            sys.stdout.write("\nheld out (cases no model parameter was taken from):\n")
+        body = [[r["case"], r["metric"], r["unit"], num(r["real"], 4), num(r["real_spread"], 2), num(r["sim"], 4),
+                 num(r["ratio"], 3)] for r in part]
+        sys.stdout.write(table(["case", "metric", "unit", "real (median)", "spread", "sim", "sim/real"], body,
+                               right=[False, False, False, True, True, True, True]) + "\n")
+    sys.stdout.write(_within_line(rows) + "\n")
     notes = {r["case"]: r["note"] for r in rows if r["note"]}
     if notes:
         sys.stdout.write("\nnotes:\n" + "".join(wrap(f"{k}: {v}", "  ", "    ") + "\n" for k, v in notes.items()))
     if any(r["harness"] == "threads" for r in rows):
         sys.stdout.write("\nnotice: real side ran as host threads (no usable /dev/kvm)\n")
+    return EXIT_OK
+
+
+def _within_line(rows: list) -> str:
+    """'N of M rows within 2x of real; held out: K of L'."""
+    def within(rs: list) -> int:
+        return sum(1 for r in rs if r["ratio"] is not None and 0.5 <= r["ratio"] <= 2.0)
+
+    main = [r for r in rows if not r["held_out"]]
+    held = [r for r in rows if r["held_out"]]
+    line = f"{within(main)} of {len(main)} rows within 2x of real"
+    return line + (f"; held out: {within(held)} of {len(held)}" if held else "")
+
+
+def cmd_kvm_calibrate(args: argparse.Namespace) -> int:
+    import os
+    import shlex
+
+    from .. import kvm_calibrate as kc
+    from ..kvm import kvm_available
+    from .._format import num, table
+
+    ok, why = kvm_available()
+    if not ok:
+        raise kc.K.ScenarioError(f"kvm calibrate needs real KVM: {why}")
+    progress = (lambda m: sys.stderr.write(f"  {m}\n")) if sys.stderr.isatty() and not args.json else None
+    cal = kc.calibrate(args.duration, args.repetitions, "kvm", progress)
+    name = args.name or (os.path.splitext(os.path.basename(args.out))[0] if args.out else "this-host")
+    command = "vcpulab kvm calibrate" + "".join(f" {shlex.quote(a)}" for a in sys.argv[3:])
+    text = kc.profile_toml(cal, command, name)
+    if args.out:
+        kc.write_profile(args.out, text)
+    if args.json:
+        sys.stdout.write(json.dumps(cal, indent=2) + "\n")
+    elif args.out:
+        body = [[k, num(e["median_ns"], 4), num(e["spread"], 2), e["what"]] for k, e in cal["values"].items()]
+        sys.stdout.write(table(["measurement", "median ns", "spread", "what"], body, right=[False, True, True, False]) + "\n")
+        sys.stdout.write(f"profile written to {args.out}\n")
+    else:
+        sys.stdout.write(text)
     return EXIT_OK
 
 
@@ -109,14 +171,14 @@ def _kvm_gate(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
     else:
-        sys.stdout.write(f"real: measured {ref.MEASURED[:10]} ({ref.KERNEL}); sim: eevdf, tick {ref.TICK}\n")
-        body = [[r["case"], r["metric"], num(r["real"], 4), num(r["sim"], 4), num(r["ratio"], 3),
-                 f"{r['band'][0]:g}-{r['band'][1]:g}", "yes" if r["in_band"] else "NO"] for r in rows]
+        sys.stdout.write(f"real: measured {ref.MEASURED[:10]} ({ref.KERNEL})\n"
+                         f"sim: eevdf, tick {ref.TICK}, host profile {ref.PROFILE}\n")
+        body = [[r["case"] + (" (held out)" if r["held_out"] else ""), r["metric"], num(r["real"], 4), num(r["sim"], 4),
+                 num(r["ratio"], 3), f"{r['band'][0]:g}-{r['band'][1]:g}", "yes" if r["in_band"] else "NO"] for r in rows]
         sys.stdout.write(table(["case", "metric", "real", "sim", "sim/real", "band", "in band"], body,
                                right=[False, False, True, True, True, True, False]) + "\n")
-        within = sum(1 for r in rows if r["band"] == [0.5, 2.0] and r["in_band"])
         out_ = [r for r in rows if not r["in_band"]]
-        sys.stdout.write(f"{within} of {len(rows)} rows within 2x of real; {len(out_)} outside their band\n")
+        sys.stdout.write(f"{_within_line(rows)}; {len(out_)} outside their band\n")
         for r in out_:
             sys.stdout.write(f"  {r['case']} {r['metric']}: sim/real {num(r['ratio'], 3)} outside "
                              f"{r['band'][0]:g}-{r['band'][1]:g} ({r['why']})\n")

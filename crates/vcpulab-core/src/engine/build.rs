@@ -48,6 +48,7 @@ impl<'m, S: Scheduler> Sim<'m, S> {
                 holder: NONE,
                 kind,
                 waiters: VecDeque::new(),
+                last_cpu: NONE,
             }));
             for i in 0..vm.vcpus {
                 default_affinity.push(vm.affinity[i as usize].is_none());
@@ -271,6 +272,7 @@ impl<'m, S: Scheduler> Sim<'m, S> {
             costs_switch: host.costs.context_switch,
             costs_migration: host.costs.migration,
             costs_ipi: host.costs.ipi,
+            costs_line: host.costs.cacheline_transfer,
             sched_counters_at_warmup: Vec::new(),
             forced_idle_at_warmup: Vec::new(),
             trace: opts_trace.map(|(a, b)| trace::Tracer::new(SimTime(a), SimTime(b))),

@@ -275,8 +275,7 @@ impl<S: Scheduler> Sim<'_, S> {
                     if pending > 0 {
                         return true;
                     }
-                    th.state = ThState::Ready;
-                    th.pc += 1;
+                    self.ipi_round_trip(id);
                     continue;
                 }
                 ThState::SpinLock {
@@ -285,6 +284,7 @@ impl<S: Scheduler> Sim<'_, S> {
                 | ThState::PvWait { lock, hold, mode } => {
                     let was_waiting = matches!(th.state, ThState::PvWait { .. });
                     if self.try_lock(id, lock, false) {
+                        let hold = hold + self.line_pull(id, lock);
                         self.st.threads[id as usize].state = ThState::Compute {
                             remaining: hold,
                             mode,

@@ -493,6 +493,8 @@ struct State {
     costs_switch: SimDuration,
     costs_migration: [SimDuration; 4],
     costs_ipi: SimDuration,
+    /// `[host.costs] cacheline_transfer` (engine/sync.rs).
+    costs_line: SimDuration,
     sched_counters_at_warmup: Vec<(&'static str, u64)>,
     /// The scheduler's forced-idle time per pCPU at the end of the warm-up (core
     /// scheduling; empty otherwise).

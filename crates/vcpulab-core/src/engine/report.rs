@@ -25,6 +25,7 @@ pub(super) struct HostCounters {
     pub(super) timer_fires: u64,
     pub(super) ipis_sent: u64,
     pub(super) lock_acquisitions: u64,
+    pub(super) line_transfers: u64,
     pub(super) backend_packets: u64,
 }
 
@@ -382,6 +383,7 @@ impl<S: Scheduler> Sim<'_, S> {
                 scheduler_timers: h.timer_fires,
                 ipis_sent: h.ipis_sent,
                 lock_acquisitions: h.lock_acquisitions,
+                cacheline_transfers: h.line_transfers,
                 backend_packets: h.backend_packets,
                 helper_events: h.ev_helper,
             },

@@ -5,6 +5,7 @@
 use super::queue::EventKind;
 use super::{Sim, ThState, ThreadId, NONE};
 use crate::sched::{RunState, Scheduler, TaskId};
+use crate::topology::Distance;
 use crate::vocab::LockKind;
 use crate::workload::{IpiTargets, Mode};
 use std::collections::VecDeque;
@@ -14,6 +15,9 @@ pub(super) struct Lock {
     pub(super) holder: u32,
     pub(super) kind: LockKind,
     pub(super) waiters: VecDeque<ThreadId>,
+    /// The pCPU of the last acquisition: where the lock's cache line is (NONE: nowhere
+    /// yet).
+    pub(super) last_cpu: u32,
 }
 
 impl Lock {
@@ -82,6 +86,7 @@ impl<S: Scheduler> Sim<'_, S> {
             }
             return Some(true);
         }
+        let hold = hold + self.line_pull(id, gl);
         self.st.threads[id as usize].state = ThState::Compute {
             remaining: hold,
             mode,
@@ -90,17 +95,72 @@ impl<S: Scheduler> Sim<'_, S> {
         None
     }
 
+    /// Thread `id` just took `lock`: the base-clock ns its critical section grows by to
+    /// pull the lock's cache line from the core that last took it (`[host.costs]
+    /// cacheline_transfer`; 0 when that is zero, the line is on this core or an SMT
+    /// sibling, which shares L1/L2, or nobody took the lock before). Charged as guest
+    /// work inside the critical section, so the lock stays held meanwhile, as it is while
+    /// a real acquirer's first access to the protected data waits for the line.
+    /// Deviation: the charge is work at the base clock, so on a core faster or slower
+    /// than `base_ghz` it shrinks or grows with the clock, which memory latency does not.
+    pub(super) fn line_pull(&mut self, id: ThreadId, lock: u32) -> f64 {
+        let cost = self.st.costs_line;
+        if cost.ns() == 0 {
+            return 0.0;
+        }
+        let t = self.st.threads[id as usize].task;
+        let RunState::Running(cpu) = self.view.state[t as usize] else {
+            return 0.0;
+        };
+        let l = &mut self.st.locks[lock as usize];
+        let last = std::mem::replace(&mut l.last_cpu, cpu);
+        if last == NONE || last == cpu {
+            return 0.0;
+        }
+        if self.view.topo.distance(last as usize, cpu as usize) == Distance::SmtSibling {
+            return 0.0;
+        }
+        self.st.h.line_transfers += 1;
+        cost.ns() as f64
+    }
+
+    /// An IPI sender whose targets have all acknowledged: its request's cache line went
+    /// out to them and their acknowledgement came back (`smp_call_function` with `wait`:
+    /// the csd's lock flag), two transfers. The sender then spends that long before its
+    /// next operation (its IPI operation completes after it, like a computation);
+    /// without the cost it goes on at once. Leaves the thread either computing the round
+    /// trip or at its next operation.
+    pub(super) fn ipi_round_trip(&mut self, id: ThreadId) {
+        let cost = self.st.costs_line;
+        let th = &mut self.st.threads[id as usize];
+        if cost.ns() == 0 {
+            th.state = ThState::Ready;
+            th.pc += 1;
+            return;
+        }
+        self.st.h.line_transfers += 2;
+        th.state = ThState::Compute {
+            remaining: 2.0 * cost.ns() as f64,
+            mode: Mode::Kernel,
+            release: NONE,
+        };
+    }
+
     /// `RtOp::Ipi`: send the IPIs and spin until every target has acknowledged. See
     /// `step_other_op`.
     #[inline(always)]
     pub(super) fn step_ipi(&mut self, id: ThreadId, targets: &IpiTargets) -> Option<bool> {
+        let sent_before = self.st.h.ipis_sent;
         let pending = self.send_ipis(id, targets);
-        let th = &mut self.st.threads[id as usize];
         if pending == 0 {
-            th.pc += 1;
+            if self.st.h.ipis_sent > sent_before {
+                self.ipi_round_trip(id);
+            } else {
+                self.st.threads[id as usize].pc += 1;
+            }
             None
         } else {
-            th.state = ThState::SpinIpi { pending };
+            self.st.threads[id as usize].state = ThState::SpinIpi { pending };
             Some(true)
         }
     }

@@ -1,0 +1,214 @@
+//! Host profiles (`[host] profile = "FILE"`): measured costs of a real host, written by
+//! `vcpulab kvm calibrate`, that stand in for the defaults of `[host.costs]` and `[kvm]`
+//! keys. A key the scenario sets itself wins; `[kvm]` values apply only to a scenario with
+//! a `[kvm]` table (a profile does not turn the KVM model on). `[profile]` is the record of
+//! where the numbers come from (date, kernel, CPUs, load, command, raw measurements); the
+//! reader checks only that it is a table.
+//!
+//! A profile is named by a file path (relative paths from the scenario file's directory,
+//! or from the working directory for scenarios that are not files) or by the name of a
+//! profile shipped with vcpulab ([`SHIPPED`]).
+
+use crate::error::ScenarioError;
+use crate::reader::Table;
+use toml::Value;
+
+type Res<T> = Result<T, ScenarioError>;
+
+/// Profiles shipped with vcpulab: (name, text). Each was written by `vcpulab kvm
+/// calibrate` on the machine it names; its `[profile]` table says when and how.
+pub const SHIPPED: &[(&str, &str)] = &[(
+    "pvm-xeon-2cpu",
+    include_str!("../profiles/pvm-xeon-2cpu.toml"),
+)];
+
+/// `[host.costs]` keys a profile may set.
+const HOST_COST_KEYS: &[&str] = &["context_switch", "ipi", "migration", "cacheline_transfer"];
+/// `[kvm]` keys a profile may set: the costs of exits and wake-ups, not policy.
+const KVM_KEYS: &[&str] = &["ple_exit_cost", "halt_wakeup_cost"];
+
+/// If the scenario names a profile, the scenario with the profile's values merged in and
+/// `host.profile` removed; else `None`.
+pub fn apply(v: &Value, origin: &str) -> Res<Option<Value>> {
+    let Some(name) = v.get("host").and_then(|h| h.get("profile")) else {
+        return Ok(None);
+    };
+    let Some(name) = name.as_str() else {
+        return Err(ScenarioError::new(
+            origin,
+            "host.profile",
+            "expected a string: a profile file, or a shipped profile's name",
+        ));
+    };
+    let (source, text) = load(name, origin)?;
+    let prof: Value = text
+        .parse::<toml::Table>()
+        .map(Value::Table)
+        .map_err(|e| ScenarioError::new(&source, "", format!("invalid TOML: {}", e.message())))?;
+    check(&prof, &source)?;
+    let mut out = v.clone();
+    let root = out.as_table_mut().expect("a scenario is a table");
+    let host = root
+        .get_mut("host")
+        .and_then(Value::as_table_mut)
+        .expect("host.profile was found in a host table");
+    host.remove("profile");
+    if let Some(costs) = prof.get("host").and_then(|h| h.get("costs")) {
+        let mine = host
+            .entry("costs")
+            .or_insert_with(|| Value::Table(Default::default()));
+        if let Some(mine) = mine.as_table_mut() {
+            fill(mine, costs.as_table().expect("checked"));
+        }
+    }
+    if let Some(k) = prof.get("kvm") {
+        if let Some(mine) = root.get_mut("kvm").and_then(Value::as_table_mut) {
+            fill(mine, k.as_table().expect("checked"));
+        }
+    }
+    Ok(Some(out))
+}
+
+/// Inserts the profile's keys the scenario does not set (one level of sub-tables:
+/// `migration.*`).
+fn fill(mine: &mut toml::Table, prof: &toml::Table) {
+    for (k, pv) in prof {
+        match (mine.get_mut(k), pv) {
+            (None, _) => {
+                mine.insert(k.clone(), pv.clone());
+            }
+            (Some(Value::Table(m)), Value::Table(p)) => {
+                for (kk, vv) in p {
+                    m.entry(kk.clone()).or_insert_with(|| vv.clone());
+                }
+            }
+            (Some(_), _) => {}
+        }
+    }
+}
+
+fn load(name: &str, origin: &str) -> Res<(String, String)> {
+    if let Some((n, text)) = SHIPPED.iter().find(|(n, _)| *n == name) {
+        return Ok((format!("<shipped profile {n}>"), text.to_string()));
+    }
+    let path = std::path::Path::new(name);
+    let path = if path.is_relative() && std::path::Path::new(origin).is_file() {
+        std::path::Path::new(origin)
+            .parent()
+            .unwrap_or(std::path::Path::new(""))
+            .join(path)
+    } else {
+        path.to_path_buf()
+    };
+    let shown = path.display().to_string();
+    std::fs::read_to_string(&path)
+        .map(|t| (shown.clone(), t))
+        .map_err(|e| {
+            let shipped: Vec<&str> = SHIPPED.iter().map(|(n, _)| *n).collect();
+            ScenarioError::new(
+                origin,
+                "host.profile",
+                format!(
+                    "cannot read the profile {shown:?}: {e}; give a file, or a shipped profile: {}",
+                    shipped.join(", ")
+                ),
+            )
+        })
+}
+
+/// The profile's own errors name the profile, the key and what is allowed.
+fn check(prof: &Value, source: &str) -> Res<()> {
+    let root = Table::root(source, prof)?;
+    if let Some(p) = root.get("profile") {
+        p.table()?;
+    }
+    if let Some(h) = root.get("host") {
+        let h = h.table()?;
+        if let Some(c) = h.get("costs") {
+            let c = c.table()?;
+            for k in ["context_switch", "ipi", "cacheline_transfer"] {
+                c.opt_duration(k)?;
+            }
+            if let Some(m) = c.get("migration") {
+                let m = m.table()?;
+                for k in ["smt_sibling", "same_socket", "other_socket", "other_numa"] {
+                    m.opt_duration(k)?;
+                }
+                m.finish(&["smt_sibling", "same_socket", "other_socket", "other_numa"])?;
+            }
+            c.finish(HOST_COST_KEYS)?;
+        }
+        h.finish(&["costs"])?;
+    }
+    if let Some(k) = root.get("kvm") {
+        let k = k.table()?;
+        for key in KVM_KEYS {
+            k.opt_duration(key)?;
+        }
+        k.finish(KVM_KEYS)?;
+    }
+    root.finish(&["profile", "host", "kvm"])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(extra: &str) -> Value {
+        let text = format!(
+            "duration = \"1s\"\n[host]\ncores_per_socket = 2\nprofile = \"pvm-xeon-2cpu\"\n{extra}\n[scheduler]\nname = \"eevdf\"\n"
+        );
+        Value::Table(text.parse::<toml::Table>().unwrap())
+    }
+
+    #[test]
+    fn shipped_profile_fills_kvm_costs_only_where_the_scenario_is_silent() {
+        let v = scenario("[kvm]\nple_exit_cost = \"3us\"\n");
+        let out = apply(&v, "<test>").unwrap().unwrap();
+        let kvm = out.get("kvm").unwrap();
+        assert_eq!(kvm.get("ple_exit_cost").unwrap().as_str(), Some("3us"));
+        assert!(kvm.get("halt_wakeup_cost").is_some());
+        assert!(out["host"].get("profile").is_none());
+    }
+
+    #[test]
+    fn a_profile_does_not_turn_the_kvm_model_on() {
+        let out = apply(&scenario(""), "<test>").unwrap().unwrap();
+        assert!(out.get("kvm").is_none());
+    }
+
+    #[test]
+    fn bad_profiles_are_named_with_key_and_what_is_allowed() {
+        let mut v = scenario("");
+        v["host"].as_table_mut().unwrap().insert(
+            "profile".into(),
+            Value::String("/nonexistent/p.toml".into()),
+        );
+        let e = apply(&v, "s.toml").unwrap_err();
+        assert_eq!(e.path, "host.profile");
+        assert!(e.message.contains("pvm-xeon-2cpu"), "{}", e.message);
+        let dir = std::env::temp_dir().join(format!("vcpulab-profile-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("bad.toml");
+        std::fs::write(&p, "[kvm]\nple = false\n").unwrap();
+        v["host"]
+            .as_table_mut()
+            .unwrap()
+            .insert("profile".into(), Value::String(p.display().to_string()));
+        let e = apply(&v, "s.toml").unwrap_err();
+        assert_eq!(e.origin, p.display().to_string());
+        assert!(e.path.contains("ple"), "{e:?}");
+        assert!(e.message.contains("halt_wakeup_cost"), "{}", e.message);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn every_shipped_profile_is_valid() {
+        for (n, text) in SHIPPED {
+            let v: Value = Value::Table(text.parse::<toml::Table>().unwrap());
+            check(&v, n).unwrap();
+            assert!(v["profile"].get("measured").is_some(), "{n}: no date");
+            assert!(v["profile"].get("command").is_some(), "{n}: no command");
+        }
+    }
+}

@@ -1,0 +1,197 @@
+"""``vcpulab kvm calibrate``: measure this host's costs with the real-KVM harness and write
+them as a *host profile* (issue 27, part 4).
+
+A profile is a TOML file a scenario names with ``[host] profile = "FILE"`` (or the name of
+a profile shipped with vcpulab). Its ``[host.costs]`` and ``[kvm]`` values stand in for the
+defaults of those keys; a key the scenario sets itself wins. ``[profile]`` records where
+the numbers come from: date, kernel, CPUs, load and the command. docs/scenarios.md
+("Host profiles") has the format, docs/validation.md what each value does to the
+comparison.
+
+What is measured, each with its own guest program (none of them is a comparison case):
+
+- ``exit_round_trip``: one exit from guest code to the VMM in user space and straight back
+  (``out`` to a port the harness resumes at once; guest program ``null-exit``, 1 vCPU).
+  Under PVM this is the world switch the notes put at ~32 us from CPL3. It is what the
+  harness's user-space pause-loop exit costs the spinning vCPU: ``[kvm] ple_exit_cost``.
+- ``halt_wakeup``: from the moment the harness wakes a vCPU blocked in a halt exit (its
+  eventfd write) to guest code running again, median over wake-ups 200 us after each halt
+  (guest program ``wake``, 1 vCPU, nothing else running). This is the wake-up's cost to the
+  vCPU before guest code runs: ``[kvm] halt_wakeup_cost``.
+- ``cacheline_handoff``: one handoff of a cache line between two vCPUs that poll it with
+  PAUSE (guest program ``ping-pong``, 2 vCPUs on the 2 CPUs): the lock word's trip from a
+  releasing vCPU to a spinning one: ``[host.costs] cacheline_transfer``, which the
+  simulator charges on a lock taken last on another core and twice on an IPI round trip.
+- ``slice``: the mean run length of 4 busy vCPU threads on the host's CPUs (schedstat run
+  time over time slices): the tick and slice the host scheduler really gives. Recorded in
+  ``[profile]`` (the tick of a scenario is its scheduler's own key).
+
+Not measured: the context-switch cost (at the host's few hundred switches a second it is
+below what these runs resolve; the model's 2 us stays) and an IPI between vCPUs (the
+harness's guest code runs at CPL3, where interrupts go through emulated CPL0 handlers).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import statistics
+from typing import Any, Callable, Optional
+
+from . import kvm as K
+from ._files import atomic_write_text
+
+WAKE_GAP_NS = 200_000  # 200 us after each halt (the comparison's wake cases use 1-3 ms)
+
+
+def _cfg(vcpus: list[dict[str, Any]], duration_ns: int, mode: str) -> dict[str, Any]:
+    return {"duration_ns": duration_ns, "mode": mode, "seed": 1, "timeout_ns": max(30 * 10**9, 3 * duration_ns + 10**10),
+            "vcpus": vcpus, "cgroups": []}
+
+
+def _v(program: str, group: int = 0, **kw: Any) -> dict[str, Any]:
+    return {"program": program, "group": group, "policy": {}, **kw}
+
+
+def _per_op_ns(res: dict[str, Any]) -> Optional[float]:
+    ops = sum(v["ops"] for v in res["vcpus"])
+    wall = max(v["wall_s"] for v in res["vcpus"])
+    return wall * 1e9 / ops if ops else None
+
+
+def _wake_p50_ns(res: dict[str, Any]) -> Optional[float]:
+    s = sorted(x for v in res["vcpus"] for x in v["samples_ns"])
+    return s[len(s) // 2] if s else None
+
+
+def _slice_ns(res: dict[str, Any]) -> Optional[float]:
+    xs = [v["cpu_time_s"] / v["timeslices"] * 1e9 for v in res["vcpus"] if v["timeslices"]]
+    return statistics.median(xs) if xs else None
+
+
+# (key, what, unit, harness vCPUs, measure)
+MEASUREMENTS: list[tuple[str, str, list[dict[str, Any]], Callable[[dict[str, Any]], Optional[float]]]] = [
+    ("exit_round_trip", "guest -> VMM in user space -> guest (null-exit, 1 vCPU)", [_v("null-exit")], _per_op_ns),
+    ("halt_wakeup", "wake of a halted vCPU -> its guest code runs (wake, 1 vCPU, 200 us gaps)",
+     [_v("wake", io={"dist": "fixed", "value_ns": WAKE_GAP_NS})], _wake_p50_ns),
+    ("cacheline_handoff", "one cache-line handoff between two PAUSE-polling vCPUs (ping-pong, 2 vCPUs)",
+     [_v("ping-pong"), _v("ping-pong")], _per_op_ns),
+    ("slice", "run length of 4 busy vCPU threads (compute, 4 vCPUs; schedstat)",
+     [_v("compute", ncs_ns=10_000) for _ in range(4)], _slice_ns),
+]
+
+
+def _loadavg() -> str:
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "unreadable"
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            names = [ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")]
+        return f"{len(names)} x {names[0]}" if names else platform.processor() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+def calibrate(duration: str = "1s", repetitions: int = 3, mode: str = "kvm",
+              progress: Optional[Callable[[str], None]] = None) -> dict[str, Any]:
+    """Runs every measurement ``repetitions`` times; returns {"meta", "values"} where each
+    value has the median, the spread ((max - min) / median) and the runs, in ns."""
+    dur_ns = K._Ctx("--duration").dur(duration, "")
+    if dur_ns <= 0:
+        raise K.ScenarioError("--duration: must be > 0")
+    if repetitions < 1:
+        raise K.ScenarioError("--repetitions: must be >= 1")
+    load_before = _loadavg()
+    started = datetime.datetime.now(datetime.timezone.utc)
+    values: dict[str, Any] = {}
+    harness = None
+    for key, what, vcpus, measure in MEASUREMENTS:
+        runs = []
+        for i in range(repetitions):
+            if progress:
+                progress(f"{key}: run {i + 1}/{repetitions}")
+            res = K.run_config(_cfg(vcpus, dur_ns, mode))
+            harness = res["mode"]
+            v = measure(res)
+            if v is not None:
+                runs.append(v)
+        med = statistics.median(runs) if runs else None
+        values[key] = {"what": what, "median_ns": med, "runs_ns": runs,
+                       "spread": (max(runs) - min(runs)) / med if runs and med else None}
+    hz = None
+    try:
+        from .kvm_compare import kernel_hz
+        hz = kernel_hz()
+    except Exception:  # pragma: no cover - best effort
+        pass
+    meta = {
+        "measured": started.strftime("%Y-%m-%d %H:%M UTC"),
+        "kernel": " ".join(os.uname()[2:4]),
+        "cpus": _cpu_model(),
+        "config_hz": hz,
+        "harness": harness,
+        "load": f"/proc/loadavg {load_before} before, {_loadavg()} after",
+        "runs": f"{repetitions} x {duration} per measurement",
+    }
+    return {"meta": meta, "values": values}
+
+
+def _dur(ns: float) -> str:
+    """A duration string the scenario reader takes, to 3 significant figures."""
+    if ns >= 1000:
+        return f"{float(f'{ns / 1000:.3g}'):g}us"
+    return f"{round(ns)}ns"
+
+
+def profile_toml(cal: dict[str, Any], command: str, name: str) -> str:
+    """The profile file for a calibration (see the module docstring)."""
+    m, v = cal["meta"], cal["values"]
+
+    def q(s: Any) -> str:
+        return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    def val(key: str) -> Optional[float]:
+        return v.get(key, {}).get("median_ns")
+
+    lines = [f"# vcpulab host profile {name}: written by `{command}`.",
+             "# [host.costs] and [kvm] values stand in for those keys' defaults in a scenario with",
+             "# [host] profile = \"<this file>\"; the scenario's own keys win. docs/scenarios.md, \"Host profiles\".",
+             "", "[profile]", f"name = {q(name)}", f"measured = {q(m['measured'])}", f"command = {q(command)}",
+             f"kernel = {q(m['kernel'])}", f"cpus = {q(m['cpus'])}"]
+    if m.get("config_hz"):
+        lines.append(f"config_hz = {m['config_hz']}")
+    lines += [f"harness = {q(m['harness'])}", f"load = {q(m['load'])}", f"runs = {q(m['runs'])}"]
+    if val("slice") is not None:
+        lines.append(f"slice = {q(_dur(val('slice')))}  # measured run length of busy vCPU threads")
+    lines += ["", "# every measurement: median, spread (max - min) / median, runs (ns)"]
+    for key, e in v.items():
+        if e["median_ns"] is None:
+            continue
+        runs = ", ".join(f"{x:.4g}" for x in e["runs_ns"])
+        lines.append(f"[profile.measurements.{key}]")
+        lines.append(f"what = {q(e['what'])}")
+        lines.append(f"median_ns = {e['median_ns']:.6g}")
+        lines.append(f"spread = {e['spread']:.3g}")
+        lines.append(f"runs_ns = [{runs}]")
+    lines.append("")
+    if val("cacheline_handoff") is not None:
+        lines += ["[host.costs]", f"cacheline_transfer = {q(_dur(val('cacheline_handoff')))}  # cacheline_handoff", ""]
+    kv = []
+    if val("exit_round_trip") is not None:
+        kv.append(f"ple_exit_cost = {q(_dur(val('exit_round_trip')))}  # exit_round_trip")
+    if val("halt_wakeup") is not None:
+        kv.append(f"halt_wakeup_cost = {q(_dur(val('halt_wakeup')))}  # halt_wakeup")
+    if kv:
+        lines += ["[kvm]", *kv, ""]
+    return "\n".join(lines)
+
+
+def write_profile(path: str, text: str) -> None:
+    atomic_write_text(path, text, durable=True)

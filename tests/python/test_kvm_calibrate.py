@@ -1,0 +1,90 @@
+"""`vcpulab kvm calibrate` and host profiles (issue 27, part 4): the calibration programs
+run (as host threads everywhere the harness builds, on real KVM where it is usable), the
+profile they are written to is read back by the scenario reader, and its costs arrive in a
+simulation."""
+
+from __future__ import annotations
+
+import platform
+import sys
+import tomllib
+
+import pytest
+
+from conftest import run_cli
+from vcpulab import api, kvm, kvm_calibrate
+
+KVM_OK, KVM_WHY = kvm.kvm_available()
+needs_linux = pytest.mark.skipif(sys.platform != "linux" or platform.machine() != "x86_64",
+                                 reason="the harness is built for Linux x86-64 only")
+
+
+def _serve(profile: str | None, kvm_table: bool = True) -> dict:
+    """A 1 us request server on an idle 2-pCPU host: its latency is the wake-up's cost plus
+    the service."""
+    host = {"cores_per_socket": 2, **({"profile": profile} if profile else {})}
+    sc = {"name": "serve", "duration": "1s", "host": host, "scheduler": {"name": "eevdf"},
+          "vm": [{"name": "v", "vcpus": 1, "workload": [{"kind": "program", "threads": 1,
+                                                         "ops": [{"op": "serve", "service": "1us"}],
+                                                         "arrivals": {"process": "poisson", "rate": 500}}]}]}
+    if kvm_table:
+        sc["kvm"] = {"halt_poll_ns": 0}
+    return sc
+
+
+def _p50_us(sc: dict) -> float:
+    return api.run(sc).summary["vms"][0]["latency_ms"]["p50"] * 1e3
+
+
+@needs_linux
+def test_calibration_programs_run_and_their_profile_reaches_a_simulation(tmp_path):
+    cal = kvm_calibrate.calibrate("50ms", 1, mode="threads")
+    assert set(cal["values"]) == {"exit_round_trip", "halt_wakeup", "cacheline_handoff", "slice"}
+    for key, v in cal["values"].items():
+        assert v["median_ns"] and v["median_ns"] > 0, key
+    text = kvm_calibrate.profile_toml(cal, "vcpulab kvm calibrate --out p.toml", "p")
+    prof = tomllib.loads(text)
+    assert prof["profile"]["command"] == "vcpulab kvm calibrate --out p.toml"
+    assert {"measured", "kernel", "cpus", "load"} <= set(prof["profile"])
+    path = tmp_path / "p.toml"
+    kvm_calibrate.write_profile(str(path), text)
+    # The halt wake-up the profile records is what a wake-up from a block now costs.
+    wake_us = prof["kvm"]["halt_wakeup_cost"]
+    assert wake_us.endswith(("us", "ns"))
+    cost_us = float(wake_us[:-2]) / (1 if wake_us.endswith("us") else 1000)
+    plain, profiled = _p50_us(_serve(None)), _p50_us(_serve(str(path)))
+    assert profiled - plain == pytest.approx(cost_us, rel=0.05, abs=0.5)
+    # Without a [kvm] table the profile's [kvm] values do not apply (and do not turn KVM on).
+    assert _p50_us(_serve(str(path), kvm_table=False)) == pytest.approx(_p50_us(_serve(None, kvm_table=False)))
+
+
+def test_a_shipped_profile_is_found_by_name_and_a_missing_one_is_named(tmp_path):
+    assert _p50_us(_serve("pvm-xeon-2cpu")) > 10  # tens of us of measured wake-up
+    with pytest.raises(api.ScenarioError) as e:
+        api.run(_serve(str(tmp_path / "none.toml")))
+    assert "host.profile" in str(e.value) and "pvm-xeon-2cpu" in str(e.value)
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[kvm]\nple_window = 5\n")
+    with pytest.raises(api.ScenarioError) as e:
+        api.run(_serve(str(bad)))
+    assert str(bad) in str(e.value) and "ple_window" in str(e.value) and "halt_wakeup_cost" in str(e.value)
+
+
+@pytest.mark.skipif(not KVM_OK, reason=f"needs KVM: {KVM_WHY}")
+def test_the_cli_writes_a_profile_a_scenario_can_use(tmp_path):
+    out = tmp_path / "host.toml"
+    p = run_cli("kvm", "calibrate", "--out", str(out), "--duration", "100ms", "--repetitions", "1")
+    assert p.returncode == 0, p.stderr
+    assert "profile written to" in p.stdout
+    prof = tomllib.loads(out.read_text())
+    assert prof["profile"]["harness"] == "kvm"
+    assert prof["profile"]["command"].startswith("vcpulab kvm calibrate --out ")
+    assert set(prof["kvm"]) == {"ple_exit_cost", "halt_wakeup_cost"}
+    assert "cacheline_transfer" in prof["host"]["costs"]
+    assert _p50_us(_serve(str(out))) > 1.0
+
+
+def test_calibrate_refuses_bad_flags():
+    p = run_cli("kvm", "calibrate", "--duration", "0s")
+    assert p.returncode == 2
+    assert "Traceback" not in p.stderr
