@@ -300,6 +300,10 @@ def summary_text(s: Mapping[str, Any], verbose: bool = False) -> str:
         per_core = ", ".join(f"{v:.1f}%" for v in core["forced_idle_pct_per_core"])
         out.append(wrap(f"forced idle {core['forced_idle_pct']:.1f}% of pCPU time (per core: {per_core})",
                         "core sched  "))
+    noise = h.get("noise")
+    if noise:
+        out.append(wrap(f"{noise['interruptions']} interruptions of running tasks, {num(noise['lost_time_s'])} s "
+                        f"({noise['lost_pct']:.1f}% of pCPU time)", "host noise  "))
     out += [
         wrap(f"{mig.get('total', 0)} ({pairs(mig, skip=('total', 'cross_socket_share')) or 'none'})"
              + (f", {pct(mig['cross_socket_share'])} across sockets" if mig.get("cross_socket_share") is not None

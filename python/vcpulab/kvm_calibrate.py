@@ -25,6 +25,25 @@ What is measured, each with its own guest program (none of them is a comparison 
 - ``slice``: the mean run length of 4 busy vCPU threads on the host's CPUs (schedstat run
   time over time slices): the tick and slice the host scheduler really gives. Recorded in
   ``[profile]`` (the tick of a scenario is its scheduler's own key).
+- ``noise_*``: the time a running vCPU loses to its host without being descheduled by
+  another vCPU (guest program ``gaps``: a tight TSC loop recording every gap of 1 us or
+  more, one vCPU per CPU, all CPUs busy): interruptions per second per vCPU
+  (``noise_rate``) and the median, mean and 90th percentile of their durations. They
+  become ``[host.noise]``: ``interrupt_rate``, and a log-normal ``interrupt_duration`` with
+  that median and the sigma that gives it that mean (sigma = sqrt(2 ln(mean / median))),
+  so that the time lost to noise (rate x mean) is the measured one; the measured p90 is
+  recorded beside it (the gaps are a mixture of short interrupts and ~60-120 us world
+  switches, which one log-normal does not follow in its tail). The gaps hold the tick, device and timer
+  interrupts, softirq work and kernel threads that ran on the CPU, each with the world
+  switch it costs on this host; they are measured together, not apart.
+- ``housekeeping_*``: the host's kernel threads (kworker, ksoftirqd, RCU, migration,
+  kdamond, ...), from /proc/PID/schedstat of every child of kthreadd before and after the
+  same runs: runs per second per CPU, their mean run, and the median of the runs' per-thread
+  mean. They become ``[host.noise] housekeeping_rate`` and a log-normal
+  ``housekeeping_run`` (that median, and the sigma that gives that mean): a kernel thread
+  per pCPU that the host scheduler schedules like any other thread. Unlike an
+  interruption, such a thread takes part in the scheduler's fairness, so it can move which
+  vCPU runs when.
 
 Not measured: the context-switch cost (at the host's few hundred switches a second it is
 below what these runs resolve; the model's 2 us stays) and an IPI between vCPUs (the
@@ -37,12 +56,14 @@ import datetime
 import os
 import platform
 import statistics
+import time
 from typing import Any, Callable, Optional
 
 from . import kvm as K
 from ._files import atomic_write_text
 
 WAKE_GAP_NS = 200_000  # 200 us after each halt (the comparison's wake cases use 1-3 ms)
+GAP_THRESHOLD_NS = 1_000  # a TSC loop iteration is ~10-30 ns; 1 us is far above its jitter
 
 
 def _cfg(vcpus: list[dict[str, Any]], duration_ns: int, mode: str) -> dict[str, Any]:
@@ -82,6 +103,72 @@ MEASUREMENTS: list[tuple[str, str, list[dict[str, Any]], Callable[[dict[str, Any
 ]
 
 
+def _gaps(res: dict[str, Any]) -> dict[str, Optional[float]]:
+    """One gaps run: interruptions per second per vCPU, and the gaps' median, mean and
+    90th percentile (ns), over all its vCPUs."""
+    rates = [v["ops"] / v["wall_s"] for v in res["vcpus"] if v["wall_s"] > 0]
+    s = sorted(x for v in res["vcpus"] for x in v["samples_ns"])
+    q = (lambda p: s[min(len(s) - 1, int(p * (len(s) - 1) + 0.5))]) if s else (lambda p: None)
+    return {"noise_rate": statistics.mean(rates) if rates else None, "noise_p50": q(0.5),
+            "noise_mean": statistics.mean(s) if s else None, "noise_p90": q(0.9)}
+
+
+def _kthreads() -> dict[int, tuple[int, int]]:
+    """Every kernel thread (a child of kthreadd, pid 2): pid -> (run ns, time slices),
+    from /proc/PID/schedstat."""
+    out: dict[int, tuple[int, int]] = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid != 2:
+                continue
+            with open(f"/proc/{pid}/schedstat") as f:
+                run, _wait, slices = (int(x) for x in f.read().split()[:3])
+            out[int(pid)] = (run, slices)
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def _housekeeping(before: dict[int, tuple[int, int]], after: dict[int, tuple[int, int]], seconds: float,
+                  ncpus: int) -> dict[str, Optional[float]]:
+    """Kernel-thread runs per second per CPU, their mean run, and the median of the runs'
+    per-thread mean (schedstat counts runs, not each run's length)."""
+    runs: list[tuple[float, int]] = []  # (that thread's mean run, its runs)
+    for pid, (run, n) in after.items():
+        if pid in before and n > before[pid][1]:
+            dn = n - before[pid][1]
+            runs.append(((run - before[pid][0]) / dn, dn))
+    total = sum(dn for _, dn in runs)
+    if not total or seconds <= 0:
+        return {"housekeeping_rate": None, "housekeeping_p50": None, "housekeeping_mean": None}
+    runs.sort()
+    half, seen, p50 = total / 2, 0, runs[-1][0]
+    for mean, dn in runs:
+        seen += dn
+        if seen >= half:
+            p50 = mean
+            break
+    return {"housekeeping_rate": total / seconds / ncpus, "housekeeping_p50": p50,
+            "housekeeping_mean": sum(m * dn for m, dn in runs) / total}
+
+
+def _ncpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+NOISE_WHAT = {"housekeeping_rate": ("kernel-thread runs per second per CPU (schedstat, during gaps)", "1/s"),
+              "housekeeping_p50": ("median of the kernel-thread runs' per-thread mean (schedstat)", "ns"),
+              "housekeeping_mean": ("mean kernel-thread run (schedstat)", "ns"),
+              "noise_rate": ("interruptions per second of a busy vCPU (gaps, one vCPU per CPU)", "1/s"),
+              "noise_p50": ("median interruption (gaps)", "ns"),
+              "noise_mean": ("mean interruption (gaps)", "ns"),
+              "noise_p90": ("90th percentile interruption (gaps)", "ns")}
+
+
 def _loadavg() -> str:
     try:
         with open("/proc/loadavg") as f:
@@ -102,7 +189,7 @@ def _cpu_model() -> str:
 def calibrate(duration: str = "1s", repetitions: int = 3, mode: str = "kvm",
               progress: Optional[Callable[[str], None]] = None) -> dict[str, Any]:
     """Runs every measurement ``repetitions`` times; returns {"meta", "values"} where each
-    value has the median, the spread ((max - min) / median) and the runs, in ns."""
+    value has its unit, the median, the spread ((max - min) / median) and the runs."""
     dur_ns = K._Ctx("--duration").dur(duration, "")
     if dur_ns <= 0:
         raise K.ScenarioError("--duration: must be > 0")
@@ -123,7 +210,22 @@ def calibrate(duration: str = "1s", repetitions: int = 3, mode: str = "kvm",
             if v is not None:
                 runs.append(v)
         med = statistics.median(runs) if runs else None
-        values[key] = {"what": what, "median_ns": med, "runs_ns": runs,
+        values[key] = {"what": what, "unit": "ns", "median": med, "runs": runs,
+                       "spread": (max(runs) - min(runs)) / med if runs and med else None}
+    gap_runs: dict[str, list[float]] = {k: [] for k in NOISE_WHAT}
+    for i in range(repetitions):
+        if progress:
+            progress(f"noise: run {i + 1}/{repetitions}")
+        vcpus = [_v("gaps", sleep_ns=GAP_THRESHOLD_NS) for _ in range(_ncpus())]
+        before, t0 = _kthreads(), time.monotonic()
+        res = K.run_config(_cfg(vcpus, dur_ns, mode))
+        hk = _housekeeping(before, _kthreads(), time.monotonic() - t0, _ncpus())
+        for k, x in {**_gaps(res), **hk}.items():
+            if x is not None:
+                gap_runs[k].append(x)
+    for key, runs in gap_runs.items():
+        med = statistics.median(runs) if runs else None
+        values[key] = {"what": NOISE_WHAT[key][0], "unit": NOISE_WHAT[key][1], "median": med, "runs": runs,
                        "spread": (max(runs) - min(runs)) / med if runs and med else None}
     hz = None
     try:
@@ -158,10 +260,10 @@ def profile_toml(cal: dict[str, Any], command: str, name: str) -> str:
         return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
     def val(key: str) -> Optional[float]:
-        return v.get(key, {}).get("median_ns")
+        return v.get(key, {}).get("median")
 
     lines = [f"# vcpulab host profile {name}: written by `{command}`.",
-             "# [host.costs] and [kvm] values stand in for those keys' defaults in a scenario with",
+             "# [host.costs], [host.noise] and [kvm] values stand in for those keys' defaults in a scenario with",
              "# [host] profile = \"<this file>\"; the scenario's own keys win. docs/scenarios.md, \"Host profiles\".",
              "", "[profile]", f"name = {q(name)}", f"measured = {q(m['measured'])}", f"command = {q(command)}",
              f"kernel = {q(m['kernel'])}", f"cpus = {q(m['cpus'])}"]
@@ -170,19 +272,35 @@ def profile_toml(cal: dict[str, Any], command: str, name: str) -> str:
     lines += [f"harness = {q(m['harness'])}", f"load = {q(m['load'])}", f"runs = {q(m['runs'])}"]
     if val("slice") is not None:
         lines.append(f"slice = {q(_dur(val('slice')))}  # measured run length of busy vCPU threads")
-    lines += ["", "# every measurement: median, spread (max - min) / median, runs (ns)"]
+    lines += ["", "# every measurement: its unit, median, spread (max - min) / median and runs"]
     for key, e in v.items():
-        if e["median_ns"] is None:
+        if e["median"] is None:
             continue
-        runs = ", ".join(f"{x:.4g}" for x in e["runs_ns"])
+        runs = ", ".join(f"{x:.4g}" for x in e["runs"])
         lines.append(f"[profile.measurements.{key}]")
         lines.append(f"what = {q(e['what'])}")
-        lines.append(f"median_ns = {e['median_ns']:.6g}")
+        lines.append(f"unit = {q(e['unit'])}")
+        lines.append(f"median = {e['median']:.6g}")
         lines.append(f"spread = {e['spread']:.3g}")
-        lines.append(f"runs_ns = [{runs}]")
+        lines.append(f"runs = [{runs}]")
     lines.append("")
     if val("cacheline_handoff") is not None:
         lines += ["[host.costs]", f"cacheline_transfer = {q(_dur(val('cacheline_handoff')))}  # cacheline_handoff", ""]
+    rate, p50, mean = val("noise_rate"), val("noise_p50"), val("noise_mean")
+    if rate and p50 and mean:
+        import math
+
+        sigma = math.sqrt(2 * math.log(mean / p50)) if mean > p50 else 0.0
+        lines += ["[host.noise]", f"interrupt_rate = {rate:.4g}  # noise_rate",
+                  f"interrupt_duration = {{ dist = \"lognormal\", median = {q(_dur(p50))}, sigma = {sigma:.3g} }}"
+                  "  # noise_p50; sqrt(2 ln(noise_mean / noise_p50))"]
+        hr, hp50, hmean = val("housekeeping_rate"), val("housekeeping_p50"), val("housekeeping_mean")
+        if hr and hp50 and hmean:
+            hs = math.sqrt(2 * math.log(hmean / hp50)) if hmean > hp50 else 0.0
+            lines += [f"housekeeping_rate = {hr:.4g}  # housekeeping_rate",
+                      f"housekeeping_run = {{ dist = \"lognormal\", median = {q(_dur(hp50))}, sigma = {hs:.3g} }}"
+                      "  # housekeeping_p50; sqrt(2 ln(housekeeping_mean / housekeeping_p50))"]
+        lines.append("")
     kv = []
     if val("exit_round_trip") is not None:
         kv.append(f"ple_exit_cost = {q(_dur(val('exit_round_trip')))}  # exit_round_trip")

@@ -39,13 +39,18 @@ def _p50_us(sc: dict) -> float:
 @needs_linux
 def test_calibration_programs_run_and_their_profile_reaches_a_simulation(tmp_path):
     cal = kvm_calibrate.calibrate("50ms", 1, mode="threads")
-    assert set(cal["values"]) == {"exit_round_trip", "halt_wakeup", "cacheline_handoff", "slice"}
+    assert set(cal["values"]) == {"exit_round_trip", "halt_wakeup", "cacheline_handoff", "slice",
+                                  "housekeeping_rate", "housekeeping_p50", "housekeeping_mean",
+                                  "noise_rate", "noise_p50", "noise_mean", "noise_p90"}
     for key, v in cal["values"].items():
-        assert v["median_ns"] and v["median_ns"] > 0, key
+        if key.startswith("housekeeping"):
+            continue  # a 50 ms run may see no kernel thread run at all
+        assert v["median"] and v["median"] > 0, key
     text = kvm_calibrate.profile_toml(cal, "vcpulab kvm calibrate --out p.toml", "p")
     prof = tomllib.loads(text)
     assert prof["profile"]["command"] == "vcpulab kvm calibrate --out p.toml"
     assert {"measured", "kernel", "cpus", "load"} <= set(prof["profile"])
+    assert prof["host"]["noise"]["interrupt_rate"] > 0
     path = tmp_path / "p.toml"
     kvm_calibrate.write_profile(str(path), text)
     # The halt wake-up the profile records is what a wake-up from a block now costs.
@@ -54,8 +59,9 @@ def test_calibration_programs_run_and_their_profile_reaches_a_simulation(tmp_pat
     cost_us = float(wake_us[:-2]) / (1 if wake_us.endswith("us") else 1000)
     plain, profiled = _p50_us(_serve(None)), _p50_us(_serve(str(path)))
     assert profiled - plain == pytest.approx(cost_us, rel=0.05, abs=0.5)
-    # Without a [kvm] table the profile's [kvm] values do not apply (and do not turn KVM on).
-    assert _p50_us(_serve(str(path), kvm_table=False)) == pytest.approx(_p50_us(_serve(None, kvm_table=False)))
+    # Without a [kvm] table the profile's [kvm] values do not apply (and do not turn KVM on):
+    # no wake-up cost, only the host noise.
+    assert _p50_us(_serve(str(path), kvm_table=False)) < max(cost_us / 2, 2.0)
 
 
 def test_a_shipped_profile_is_found_by_name_and_a_missing_one_is_named(tmp_path):

@@ -43,6 +43,7 @@ pub(crate) struct HostModel {
     pub turbo_ghz: Vec<f64>,
     pub smt_throughput: f64,
     pub costs: Costs,
+    pub noise: Option<crate::scenario::NoiseSpec>,
     pub isolcpus: Option<CpuSet>,
     /// The affinity of a vCPU or host thread that names none: every pCPU not isolated.
     pub default_affinity: CpuSet,
@@ -214,6 +215,7 @@ impl Model {
                 turbo_ghz: sc.host.turbo_ghz.clone(),
                 smt_throughput: sc.host.smt_throughput,
                 costs: sc.host.costs.clone(),
+                noise: sc.host.noise.clone(),
                 isolcpus: sc.host.isolcpus.clone(),
                 default_affinity: sc.host.default_affinity(),
             },

@@ -1,6 +1,6 @@
-//! Host profiles (`[host] profile = "FILE"`): measured costs of a real host, written by
-//! `vcpulab kvm calibrate`, that stand in for the defaults of `[host.costs]` and `[kvm]`
-//! keys. A key the scenario sets itself wins; `[kvm]` values apply only to a scenario with
+//! Host profiles (`[host] profile = "FILE"`): measured costs and noise of a real host,
+//! written by `vcpulab kvm calibrate`, that stand in for the defaults of `[host.costs]`,
+//! `[host.noise]` and `[kvm]` keys. A key the scenario sets itself wins; `[kvm]` values apply only to a scenario with
 //! a `[kvm]` table (a profile does not turn the KVM model on). `[profile]` is the record of
 //! where the numbers come from (date, kernel, CPUs, load, command, raw measurements); the
 //! reader checks only that it is a table.
@@ -53,13 +53,8 @@ pub fn apply(v: &Value, origin: &str) -> Res<Option<Value>> {
         .and_then(Value::as_table_mut)
         .expect("host.profile was found in a host table");
     host.remove("profile");
-    if let Some(costs) = prof.get("host").and_then(|h| h.get("costs")) {
-        let mine = host
-            .entry("costs")
-            .or_insert_with(|| Value::Table(Default::default()));
-        if let Some(mine) = mine.as_table_mut() {
-            fill(mine, costs.as_table().expect("checked"));
-        }
+    if let Some(h) = prof.get("host") {
+        fill(host, h.as_table().expect("checked"));
     }
     if let Some(k) = prof.get("kvm") {
         if let Some(mine) = root.get_mut("kvm").and_then(Value::as_table_mut) {
@@ -69,19 +64,16 @@ pub fn apply(v: &Value, origin: &str) -> Res<Option<Value>> {
     Ok(Some(out))
 }
 
-/// Inserts the profile's keys the scenario does not set (one level of sub-tables:
-/// `migration.*`).
+/// Inserts the profile's keys the scenario does not set, table by table (`costs`,
+/// `costs.migration`, `noise`). A distribution (`noise.interrupt_duration`) is one value:
+/// the scenario's replaces the profile's whole.
 fn fill(mine: &mut toml::Table, prof: &toml::Table) {
     for (k, pv) in prof {
         match (mine.get_mut(k), pv) {
             (None, _) => {
                 mine.insert(k.clone(), pv.clone());
             }
-            (Some(Value::Table(m)), Value::Table(p)) => {
-                for (kk, vv) in p {
-                    m.entry(kk.clone()).or_insert_with(|| vv.clone());
-                }
-            }
+            (Some(Value::Table(m)), Value::Table(p)) if !p.contains_key("dist") => fill(m, p),
             (Some(_), _) => {}
         }
     }
@@ -138,7 +130,10 @@ fn check(prof: &Value, source: &str) -> Res<()> {
             }
             c.finish(HOST_COST_KEYS)?;
         }
-        h.finish(&["costs"])?;
+        if let Some(n) = h.get("noise") {
+            crate::scenario::parse_noise(&n.table()?)?;
+        }
+        h.finish(&["costs", "noise"])?;
     }
     if let Some(k) = root.get("kvm") {
         let k = k.table()?;

@@ -75,6 +75,8 @@ pub struct HostSpec {
     /// Throughput of a core with all its SMT threads busy, relative to one thread alone.
     pub smt_throughput: f64,
     pub costs: Costs,
+    /// `[host.noise]`: interruptions of running tasks (engine/noise.rs); None: none.
+    pub noise: Option<NoiseSpec>,
     /// Linux `isolcpus=`: pCPUs removed from the default affinity of every vCPU and host
     /// thread that does not name them in its own affinity.
     pub isolcpus: Option<CpuSet>,
@@ -97,6 +99,114 @@ pub struct Costs {
     /// that takes a lock last taken on another core, and twice by an IPI sender (its
     /// request out, the acknowledgement back). Zero unless set (or a host profile sets it).
     pub cacheline_transfer: SimDuration,
+}
+
+/// `[host.noise]` (engine/noise.rs): each pCPU is interrupted at the times of a Poisson
+/// process of `rate_hz`, each interruption lasting a draw of `duration` (ns).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NoiseSpec {
+    pub rate_hz: f64,
+    pub duration: workload::Dist,
+}
+
+const NOISE_KEYS: &[&str] = &[
+    "enabled",
+    "interrupt_rate",
+    "interrupt_duration",
+    "housekeeping_rate",
+    "housekeeping_run",
+];
+
+/// `[host.noise]`: `enabled` (default true when the table is given); `interrupt_rate`
+/// (interruptions per second per pCPU) with `interrupt_duration` (a distribution);
+/// `housekeeping_rate` (kernel-thread runs per second per pCPU) with `housekeeping_run` (a
+/// distribution). Each pair is given whole or not at all. The interruptions are returned
+/// (None when absent or disabled); the housekeeping threads were made host threads by
+/// [`expand_housekeeping`] before, so here their keys are only checked.
+pub(crate) fn parse_noise(t: &Table) -> Res<Option<NoiseSpec>> {
+    let enabled = t.opt_bool("enabled")?.unwrap_or(true);
+    let pair = |rate: &str, dist: &str| -> Res<Option<(f64, workload::Dist)>> {
+        match (t.get(rate), t.get(dist)) {
+            (None, None) => Ok(None),
+            (Some(r), Some(d)) => Ok(Some((r.f64_in(0.001, 1e6)?, workload::parse_dist(&d)?))),
+            (Some(_), None) => t.err(dist, format!("required with {rate}")),
+            (None, Some(_)) => t.err(rate, format!("required with {dist}")),
+        }
+    };
+    let interrupts = pair("interrupt_rate", "interrupt_duration")?;
+    let housekeeping = pair("housekeeping_rate", "housekeeping_run")?;
+    t.finish(NOISE_KEYS)?;
+    if interrupts.is_none() && housekeeping.is_none() && enabled {
+        return t.err(
+            "interrupt_rate",
+            "[host.noise] needs interrupt_rate and interrupt_duration, or housekeeping_rate and housekeeping_run (or enabled = false)",
+        );
+    }
+    Ok(interrupts
+        .filter(|_| enabled)
+        .map(|(rate_hz, duration)| NoiseSpec { rate_hz, duration }))
+}
+
+/// `[host.noise] housekeeping_rate` / `housekeeping_run`: the host's per-CPU kernel threads
+/// (kworker, ksoftirqd, RCU, migration) as one host thread per pCPU, pinned to it
+/// (`kthread-<cpu>`), that sleeps an exponential time of mean 1 / rate, then runs a draw
+/// of `housekeeping_run` in kernel mode, scheduled by the host scheduler like any other
+/// thread. Returns the scenario with those `[[host_thread]]`s appended and the two keys
+/// removed, or None when there is nothing to expand.
+pub(crate) fn expand_housekeeping(v: &toml::Value) -> Option<toml::Value> {
+    use toml::Value as V;
+    let noise = v.get("host")?.get("noise")?.as_table()?;
+    let rate = noise.get("housekeeping_rate")?;
+    let run = noise.get("housekeeping_run")?;
+    let enabled = noise.get("enabled").and_then(V::as_bool).unwrap_or(true);
+    let rate_hz = rate
+        .as_float()
+        .or_else(|| rate.as_integer().map(|i| i as f64));
+    let mut out = v.clone();
+    let host = out.get_mut("host")?.as_table_mut()?;
+    let n = |k: &str| host.get(k).and_then(V::as_integer).unwrap_or(1).max(1) as usize;
+    let ncpus = n("sockets") * n("cores_per_socket") * n("threads_per_core");
+    let nt = host.get_mut("noise")?.as_table_mut()?;
+    nt.remove("housekeeping_rate");
+    nt.remove("housekeeping_run");
+    if nt.is_empty() || nt.keys().all(|k| k == "enabled") {
+        host.remove("noise");
+    }
+    if enabled {
+        // parse_noise checked the table before (`from_value`).
+        let rate_hz = rate_hz?;
+        let mean = format!("{}ns", (1e9 / rate_hz).round() as u64);
+        let threads = out
+            .as_table_mut()?
+            .entry("host_thread")
+            .or_insert_with(|| V::Array(vec![]));
+        let arr = threads.as_array_mut()?;
+        for cpu in 0..ncpus {
+            let mut sleep = toml::Table::new();
+            sleep.insert("op".into(), V::String("sleep".into()));
+            let mut d = toml::Table::new();
+            d.insert("dist".into(), V::String("exp".into()));
+            d.insert("mean".into(), V::String(mean.clone()));
+            sleep.insert("duration".into(), V::Table(d));
+            let mut work = toml::Table::new();
+            work.insert("op".into(), V::String("compute".into()));
+            work.insert("duration".into(), run.clone());
+            work.insert("mode".into(), V::String("kernel".into()));
+            let mut wl = toml::Table::new();
+            wl.insert("kind".into(), V::String("program".into()));
+            wl.insert("threads".into(), V::Integer(1));
+            wl.insert(
+                "ops".into(),
+                V::Array(vec![V::Table(sleep), V::Table(work)]),
+            );
+            let mut t = toml::Table::new();
+            t.insert("name".into(), V::String(format!("kthread-{cpu}")));
+            t.insert("affinity".into(), V::String(cpu.to_string()));
+            t.insert("workload".into(), V::Table(wl));
+            arr.push(V::Table(t));
+        }
+    }
+    Some(out)
 }
 
 impl Default for Costs {
@@ -239,6 +349,17 @@ impl Scenario {
         if let Some(merged) = crate::profile::apply(v, origin)? {
             // `host.profile` is gone from the merged scenario, so this does not recurse again.
             return Scenario::from_value(&merged, origin);
+        }
+        if let Some(noise) = v.get("host").and_then(|h| h.get("noise")) {
+            if noise.get("housekeeping_rate").is_some() || noise.get("housekeeping_run").is_some() {
+                // Its errors name `host.noise.*`, before the keys become host threads.
+                let root = Table::root(origin, v)?;
+                parse_noise(&root.req("host")?.table()?.req("noise")?.table()?)?;
+            }
+        }
+        if let Some(expanded) = expand_housekeeping(v) {
+            // The housekeeping keys are gone from the expanded scenario: no second expansion.
+            return Scenario::from_value(&expanded, origin);
         }
         let root = Table::root(origin, v)?;
         let name = root.opt_str("name")?.unwrap_or("unnamed").to_string();
@@ -489,6 +610,10 @@ fn parse_host(t: &Table) -> Res<HostSpec> {
         }
         ct.finish(&["context_switch", "migration", "ipi", "cacheline_transfer"])?;
     }
+    let noise = match t.get("noise") {
+        Some(n) => parse_noise(&n.table()?)?,
+        None => None,
+    };
     let isolcpus = t
         .get("isolcpus")
         .map(|o| parse_affinity(&o, n as usize))
@@ -509,6 +634,7 @@ fn parse_host(t: &Table) -> Res<HostSpec> {
         "turbo_ghz",
         "smt_throughput",
         "costs",
+        "noise",
         "isolcpus",
         "io_path",
         "io_driver",
@@ -522,6 +648,7 @@ fn parse_host(t: &Table) -> Res<HostSpec> {
         turbo_ghz: turbo,
         smt_throughput,
         costs,
+        noise,
         isolcpus,
         io_driver,
     })

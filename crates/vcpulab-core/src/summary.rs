@@ -273,6 +273,18 @@ pub struct HostSummary {
     /// Linux core scheduling (`[scheduler] core_sched` "vm" or "vcpu"); absent when off.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub core_sched: Option<CoreSchedSummary>,
+    /// `[host.noise]`: interruptions that cost a running task time, and that time (in
+    /// seconds, and in percent of all pCPUs' measured time); absent without noise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub noise: Option<NoiseSummary>,
+}
+
+/// `[host.noise]`: the interruptions that cost a running task time over the measured run.
+#[derive(Clone, Debug, Serialize)]
+pub struct NoiseSummary {
+    pub interruptions: u64,
+    pub lost_time_s: f64,
+    pub lost_pct: f64,
 }
 
 /// Forced idle under core scheduling: pCPU time spent idle with tasks runnable because a

@@ -153,8 +153,10 @@ def cmd_kvm_calibrate(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(cal, indent=2) + "\n")
     elif args.out:
-        body = [[k, num(e["median_ns"], 4), num(e["spread"], 2), e["what"]] for k, e in cal["values"].items()]
-        sys.stdout.write(table(["measurement", "median ns", "spread", "what"], body, right=[False, True, True, False]) + "\n")
+        body = [[k, f"{e['median']:.4g}" if e["median"] is not None else "-", e["unit"], num(e["spread"], 2), e["what"]]
+                for k, e in cal["values"].items()]
+        sys.stdout.write(table(["measurement", "median", "unit", "spread", "what"], body,
+                               right=[False, True, False, True, False]) + "\n")
         sys.stdout.write(f"profile written to {args.out}\n")
     else:
         sys.stdout.write(text)

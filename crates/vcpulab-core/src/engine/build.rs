@@ -281,6 +281,9 @@ impl<'m, S: Scheduler> Sim<'m, S> {
             metrics_since: SimTime::ZERO,
             rtapp_timers: Default::default(),
             steal: StealWindows::new(model.vms.len()),
+            noise: host.noise.as_ref().map(|n| {
+                super::noise::Noise::new(seed, host.topo.ncpus(), n.rate_hz, n.duration.clone())
+            }),
             n_vcpu_tasks,
             n_vm_workloads,
             io_backend,
@@ -336,6 +339,7 @@ impl<S: Scheduler> Sim<'_, S> {
                 .push(SimTime::ZERO + model.warmup, EventKind::Warmup);
         }
         self.schedule_steal_window(SimTime::ZERO + model.warmup);
+        self.start_noise();
         self.flush();
     }
 }

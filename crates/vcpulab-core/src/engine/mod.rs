@@ -65,6 +65,7 @@ mod host;
 mod invariants;
 mod io;
 mod net;
+mod noise;
 mod ple;
 mod report;
 mod steal;
@@ -495,6 +496,8 @@ struct State {
     costs_ipi: SimDuration,
     /// `[host.costs] cacheline_transfer` (engine/sync.rs).
     costs_line: SimDuration,
+    /// `[host.noise]` (engine/noise.rs).
+    noise: Option<noise::Noise>,
     sched_counters_at_warmup: Vec<(&'static str, u64)>,
     /// The scheduler's forced-idle time per pCPU at the end of the warm-up (core
     /// scheduling; empty otherwise).
@@ -629,6 +632,9 @@ impl<S: Scheduler> Sim<'_, S> {
                     // Reads counters only: like the warm-up, not an event of the model.
                     self.steal_window_event();
                     continue;
+                }
+                EventKind::Noise { cpu } => {
+                    self.noise_event(cpu);
                 }
                 EventKind::TaskStart { task } => {
                     // An IPI may already have woken it.

@@ -22,6 +22,8 @@ pub enum EventKind {
     StealWindow,
     /// A vCPU with guest threads starts (after its VM's start jitter).
     TaskStart { task: u32 },
+    /// pCPU `cpu` is interrupted by its host (`[host.noise]`, engine/noise.rs).
+    Noise { cpu: u32 },
     /// Software-FT helper `helper`: `what` is HELPER_FLUSH_DONE (a released write has
     /// completed) or HELPER_IRQ_ARRIVES (a timer interrupt reaches its vCPU).
     Helper { helper: u32, what: u32 },
@@ -88,6 +90,7 @@ impl EventKind {
             EventKind::StealWindow => (7, 0, 0),
             EventKind::TaskStart { task } => (5, task, 0),
             EventKind::Helper { helper, what } => (6, helper, what),
+            EventKind::Noise { cpu } => (8, cpu, 0),
         };
         debug_assert!(id <= ID_MAX);
         (k << 56) | ((id as u64) << 32) | gen as u64
@@ -104,6 +107,7 @@ impl EventKind {
             4 => EventKind::Warmup,
             5 => EventKind::TaskStart { task: id },
             7 => EventKind::StealWindow,
+            8 => EventKind::Noise { cpu: id },
             _ => EventKind::Helper {
                 helper: id,
                 what: gen,

@@ -26,6 +26,8 @@ pub(super) struct HostCounters {
     pub(super) ipis_sent: u64,
     pub(super) lock_acquisitions: u64,
     pub(super) line_transfers: u64,
+    pub(super) noise_interruptions: u64,
+    pub(super) noise_ns: u64,
     pub(super) backend_packets: u64,
 }
 
@@ -369,6 +371,12 @@ impl<S: Scheduler> Sim<'_, S> {
                 context_switches: h.context_switches,
                 migrations: MigrationSummary::from(h.migrations),
                 core_sched: self.core_sched_summary(measured),
+                noise: self.st.noise.as_ref().map(|_| NoiseSummary {
+                    interruptions: h.noise_interruptions,
+                    lost_time_s: h.noise_ns as f64 / 1e9,
+                    lost_pct: 100.0 * h.noise_ns as f64
+                        / (measured.ns() as f64 * self.st.cpus.len() as f64),
+                }),
             },
             fairness: FairnessSummary {
                 jain_vm: jain(&demanding),
