@@ -125,6 +125,12 @@ pub const PARAMS: &[ParamInfo] = &[
         help: "a new task starts on the idlest pCPU (find_idlest_cpu: socket, then core, then CPU); false: on the i-th pCPU of its affinity",
     },
     ParamInfo {
+        name: "root_host_threads",
+        kind: ParamKind::Bool,
+        default: "true",
+        help: "with group_per_vm, host threads no VM owns are root-cgroup tasks on the root run queue beside the VMs' groups (upstream); false: they share one group of their own",
+    },
+    ParamInfo {
         name: "gentle_fair_sleepers",
         kind: ParamKind::Bool,
         default: "true",
@@ -161,6 +167,7 @@ pub fn new(p: &Params) -> Fair<Cfs> {
             group_per_vm: p.bool("group_per_vm"),
             tunable_scaling: p.bool("tunable_scaling"),
             fork_balance: p.bool("fork_balance"),
+            root_host_threads: p.bool("root_host_threads"),
         },
     )
 }
