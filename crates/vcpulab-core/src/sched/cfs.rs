@@ -38,7 +38,8 @@
 //! ## Parameters
 //! `latency` 6 ms, `min_granularity` 0.75 ms, `wakeup_granularity` 1 ms (unscaled),
 //! `tick` 4 ms (HZ=250, Ubuntu's 4.15 kernels), `migration_cost` 0.5 ms, `group_per_vm`
-//! false (libvirt puts each VM in a cgroup: the reproductions set it), `gentle_fair_sleepers`
+//! false (libvirt puts each VM in a cgroup: the reproductions set it), `root_host_threads`
+//! true (see `fair.rs`), `gentle_fair_sleepers`
 //! true, `start_debit` true, `wakeup_preemption` true, `tunable_scaling` true.
 //!
 //! ## Fixes from the seed papers (the scenario's `[kvm.features]`)

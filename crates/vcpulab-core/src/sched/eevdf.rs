@@ -39,7 +39,7 @@
 //!
 //! ## Parameters
 //! `base_slice` 0.75 ms (unscaled), `tick` 4 ms, `migration_cost` 0.5 ms, `group_per_vm`
-//! false, `buddy_rule` "6.14", `tunable_scaling` true, `yield_series` "off". The default stays "6.14": it is
+//! false, `root_host_threads` true (see `fair.rs`), `buddy_rule` "6.14", `tunable_scaling` true, `yield_series` "off". The default stays "6.14": it is
 //! what vcpulab modelled before 6.19 existed, and the reproductions were written against
 //! it.
 //!

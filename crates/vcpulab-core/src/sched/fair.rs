@@ -19,7 +19,16 @@
 //! group entity on every pCPU, queued on the pCPU's root queue and owning a queue of the
 //! VM's vCPUs there. Its weight is the VM's shares x (its runnable vCPUs on this pCPU / all
 //! its runnable vCPUs), at least 2: the runnable-count form of `calc_group_shares`. Picking
-//! descends from the root queue; charging, buddies and yields apply at every level.
+//! descends from the root queue; charging, buddies and yields apply at every level. Host
+//! threads no VM owns are tasks of the root cgroup (`root_host_threads`): entities of the
+//! root queue with their own weight, beside the group entities, as Linux queues a task that
+//! was never moved into a cgroup (`set_task_rq` in `kernel/sched/sched.h`: the root task
+//! group has no group entities, so `se->parent` is NULL and `se->cfs_rq` is `rq->cfs`;
+//! 6.x and 4.15 alike). A wake-up then meets a vCPU at its group entity
+//! (`find_matching_se`). This is where a measurement harness's own threads, kernel threads
+//! and other processes compete with cgroups of VMs: the time such a thread takes on a pCPU
+//! comes out of whichever group entity runs there (docs/models.md, "Cgroup shares against
+//! the root cgroup").
 //!
 //! **Wake-up** (`select_task_rq_fair`, then `enqueue_task_fair`): the previous pCPU if it
 //! is idle; else an idle pCPU of its socket, searched from the previous one (with SMT, a
@@ -83,7 +92,9 @@
 //! ## Parameters
 //! Shared (both schedulers): `tick` (duration, default 4 ms: HZ=250 as Ubuntu's 4.15
 //! kernels), `migration_cost` (duration, 0.5 ms: `sysctl_sched_migration_cost`),
-//! `group_per_vm` (boolean, false), `tunable_scaling` (boolean, true: the policy's
+//! `group_per_vm` (boolean, false), `root_host_threads` (boolean, true: with
+//! `group_per_vm`, unowned host threads are root-cgroup tasks; false: one group of their
+//! own, vcpulab's model before 2026-11-27), `tunable_scaling` (boolean, true: the policy's
 //! granularities or base slice are multiplied by 1 + ilog2(min(ncpus, 8)),
 //! SCHED_TUNABLESCALING_LOG). CFS only: `latency` 6 ms, `min_granularity` 0.75 ms,
 //! `wakeup_granularity` 1 ms (all unscaled), `gentle_fair_sleepers`, `start_debit`,
