@@ -1,5 +1,6 @@
 //! Unit tests of the fair class: the buddy rules of CFS and of EEVDF's kernels, EEVDF's
-//! yield before and after 6.19, new and sleeper placement, tunable scaling.
+//! yield before and after 6.19, new and sleeper placement, tunable scaling, fork balancing,
+//! root-cgroup host threads beside the VMs' groups.
 
 use super::*;
 use crate::sched::cfs::Cfs;
