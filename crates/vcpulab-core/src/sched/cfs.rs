@@ -38,7 +38,8 @@
 //! ## Parameters
 //! `latency` 6 ms, `min_granularity` 0.75 ms, `wakeup_granularity` 1 ms (unscaled),
 //! `tick` 4 ms (HZ=250, Ubuntu's 4.15 kernels), `migration_cost` 0.5 ms, `group_per_vm`
-//! false (libvirt puts each VM in a cgroup: the reproductions set it), `gentle_fair_sleepers`
+//! false (libvirt puts each VM in a cgroup: the reproductions set it), `root_host_threads`
+//! true (see `fair.rs`), `gentle_fair_sleepers`
 //! true, `start_debit` true, `wakeup_preemption` true, `tunable_scaling` true.
 //!
 //! ## Fixes from the seed papers (the scenario's `[kvm.features]`)
@@ -125,6 +126,12 @@ pub const PARAMS: &[ParamInfo] = &[
         help: "a new task starts on the idlest pCPU (find_idlest_cpu: socket, then core, then CPU); false: on the i-th pCPU of its affinity",
     },
     ParamInfo {
+        name: "root_host_threads",
+        kind: ParamKind::Bool,
+        default: "true",
+        help: "with group_per_vm, host threads no VM owns are root-cgroup tasks on the root run queue beside the VMs' groups (upstream); false: they share one group of their own",
+    },
+    ParamInfo {
         name: "gentle_fair_sleepers",
         kind: ParamKind::Bool,
         default: "true",
@@ -161,6 +168,7 @@ pub fn new(p: &Params) -> Fair<Cfs> {
             group_per_vm: p.bool("group_per_vm"),
             tunable_scaling: p.bool("tunable_scaling"),
             fork_balance: p.bool("fork_balance"),
+            root_host_threads: p.bool("root_host_threads"),
         },
     )
 }

@@ -39,7 +39,7 @@
 //!
 //! ## Parameters
 //! `base_slice` 0.75 ms (unscaled), `tick` 4 ms, `migration_cost` 0.5 ms, `group_per_vm`
-//! false, `buddy_rule` "6.14", `tunable_scaling` true, `yield_series` "off". The default stays "6.14": it is
+//! false, `root_host_threads` true (see `fair.rs`), `buddy_rule` "6.14", `tunable_scaling` true, `yield_series` "off". The default stays "6.14": it is
 //! what vcpulab modelled before 6.19 existed, and the reproductions were written against
 //! it.
 //!
@@ -125,6 +125,12 @@ pub const PARAMS: &[ParamInfo] = &[
         help: "a new task starts on the idlest pCPU (find_idlest_cpu: socket, then core, then CPU); false: on the i-th pCPU of its affinity",
     },
     ParamInfo {
+        name: "root_host_threads",
+        kind: ParamKind::Bool,
+        default: "true",
+        help: "with group_per_vm, host threads no VM owns are root-cgroup tasks on the root run queue beside the VMs' groups (upstream); false: they share one group of their own",
+    },
+    ParamInfo {
         name: "buddy_rule",
         kind: ParamKind::Choice(&["6.14", "6.6", "6.19"]),
         default: "6.14",
@@ -158,6 +164,7 @@ pub fn new(p: &Params) -> Fair<Eevdf> {
             group_per_vm: p.bool("group_per_vm"),
             tunable_scaling: p.bool("tunable_scaling"),
             fork_balance: p.bool("fork_balance"),
+            root_host_threads: p.bool("root_host_threads"),
         },
     )
 }

@@ -19,7 +19,16 @@
 //! group entity on every pCPU, queued on the pCPU's root queue and owning a queue of the
 //! VM's vCPUs there. Its weight is the VM's shares x (its runnable vCPUs on this pCPU / all
 //! its runnable vCPUs), at least 2: the runnable-count form of `calc_group_shares`. Picking
-//! descends from the root queue; charging, buddies and yields apply at every level.
+//! descends from the root queue; charging, buddies and yields apply at every level. Host
+//! threads no VM owns are tasks of the root cgroup (`root_host_threads`): entities of the
+//! root queue with their own weight, beside the group entities, as Linux queues a task that
+//! was never moved into a cgroup (`set_task_rq` in `kernel/sched/sched.h`: the root task
+//! group has no group entities, so `se->parent` is NULL and `se->cfs_rq` is `rq->cfs`;
+//! 6.x and 4.15 alike). A wake-up then meets a vCPU at its group entity
+//! (`find_matching_se`). This is where a measurement harness's own threads, kernel threads
+//! and other processes compete with cgroups of VMs: the time such a thread takes on a pCPU
+//! comes out of whichever group entity runs there (docs/models.md, "Cgroup shares against
+//! the root cgroup").
 //!
 //! **Wake-up** (`select_task_rq_fair`, then `enqueue_task_fair`): the previous pCPU if it
 //! is idle; else an idle pCPU of its socket, searched from the previous one (with SMT, a
@@ -83,7 +92,9 @@
 //! ## Parameters
 //! Shared (both schedulers): `tick` (duration, default 4 ms: HZ=250 as Ubuntu's 4.15
 //! kernels), `migration_cost` (duration, 0.5 ms: `sysctl_sched_migration_cost`),
-//! `group_per_vm` (boolean, false), `tunable_scaling` (boolean, true: the policy's
+//! `group_per_vm` (boolean, false), `root_host_threads` (boolean, true: with
+//! `group_per_vm`, unowned host threads are root-cgroup tasks; false: one group of their
+//! own, vcpulab's model before 2026-11-27), `tunable_scaling` (boolean, true: the policy's
 //! granularities or base slice are multiplied by 1 + ilog2(min(ncpus, 8)),
 //! SCHED_TUNABLESCALING_LOG). CFS only: `latency` 6 ms, `min_granularity` 0.75 ms,
 //! `wakeup_granularity` 1 ms (all unscaled), `gentle_fair_sleepers`, `start_debit`,
@@ -144,6 +155,11 @@ pub struct Tunables {
     /// A task's first wake-up searches the idlest pCPU (`find_idlest_cpu`, SD_BALANCE_FORK)
     /// instead of taking the i-th pCPU of its affinity.
     pub fork_balance: bool,
+    /// With `group_per_vm`: host threads no VM owns are tasks of the root cgroup, queued on
+    /// the pCPU's root queue beside the VMs' group entities, as upstream queues a task that
+    /// was never moved into a cgroup (`set_task_rq`: `root_task_group` has no group
+    /// entities). Off: they share one group of their own (vcpulab before 2026-11-27).
+    pub root_host_threads: bool,
 }
 
 pub fn scale_factor(ncpus: usize) -> u64 {
@@ -176,6 +192,16 @@ super::counters::declare_counters! {
     C_PICK_IDLE => "pick_went_idle",
     C_BALANCE_FAILED => "periodic_balance_failed",
     C_ACTIVE_PUSH => "active_balance_push",
+}
+
+/// Counters of the root-cgroup branches (`root_host_threads`), listed only when a
+/// scenario has such tasks under `group_per_vm`, so every other summary keeps its counters.
+mod root_cgroup {
+    crate::sched::counters::declare_counters! {
+        pub(super)
+        C_ROOT_ENQUEUE => "root_cgroup_task_enqueue",
+        C_ROOT_MATCH => "root_cgroup_task_vs_group_wakeup",
+    }
 }
 
 /// What CFS and EEVDF do differently (see "where CFS and EEVDF differ" above). The shared
@@ -324,6 +350,12 @@ pub struct Fair<P: FairPolicy> {
     vm_shares: Vec<u64>,
     /// Runnable vCPUs per VM (for group entity weights).
     vm_runnable: Vec<u64>,
+    /// Per task: a root-cgroup task (`Tunables::root_host_threads`): an entity of the root
+    /// queue itself, with no group entity above it.
+    root_task: Vec<bool>,
+    /// Counters of the root-cgroup branches; listed only when some task is in the root
+    /// cgroup.
+    root_counters: Counters<{ root_cgroup::NCOUNTERS }>,
     /// Core scheduling (`core_sched` "vm" or "vcpu"; None: "off", no core-wide picks).
     core: Option<Box<CoreSched>>,
 }
@@ -355,6 +387,8 @@ impl<P: FairPolicy> Fair<P> {
             domains: vec![],
             vm_shares: vec![],
             vm_runnable: vec![],
+            root_task: vec![],
+            root_counters: Counters::new(root_cgroup::COUNTER_NAMES),
             core: None,
         }
     }
@@ -381,14 +415,33 @@ impl<P: FairPolicy> Fair<P> {
         };
         self.ents = vec![Entity::default(); self.ntasks + ngroups];
         self.rqs = vec![Rq::default(); self.ncpus + ngroups];
+        // A host thread whose VM has no vCPUs is one no VM owns (the engine gives them all
+        // one VM id of their own).
+        let mut has_vcpus = vec![false; self.nvms];
+        for info in &v.tasks {
+            has_vcpus[info.vm as usize] |= !info.host_thread;
+        }
+        self.root_task = v
+            .tasks
+            .iter()
+            .map(|info| {
+                self.tun.group_per_vm
+                    && self.tun.root_host_threads
+                    && info.host_thread
+                    && !has_vcpus[info.vm as usize]
+            })
+            .collect();
         let mut shares = vec![NICE_0_LOAD; self.nvms];
         for (t, info) in v.tasks.iter().enumerate() {
             // VM weight 256 (the default) is nice 0 / cpu.shares 1024.
-            shares[info.vm as usize] = info.weight as u64 * NICE_0_LOAD / 256;
-            self.ents[t].weight = if self.tun.group_per_vm {
+            let own = info.weight as u64 * NICE_0_LOAD / 256;
+            shares[info.vm as usize] = own;
+            // A task in a group weighs nice 0 inside it; a root-cgroup task weighs its own
+            // weight on the root queue, as a task does without group scheduling.
+            self.ents[t].weight = if self.tun.group_per_vm && !self.root_task[t] {
                 NICE_0_LOAD
             } else {
-                shares[info.vm as usize]
+                own
             };
         }
         for g in 0..ngroups {
@@ -464,8 +517,14 @@ impl<P: FairPolicy> Fair<P> {
         }
     }
 
+    /// Whether task `t` sits under a group entity (`group_per_vm`, and not a root-cgroup
+    /// task).
+    pub(super) fn grouped(&self, t: TaskId) -> bool {
+        self.tun.group_per_vm && !self.root_task[t as usize]
+    }
+
     pub(super) fn leaf_rq(&self, t: TaskId, cpu: u32) -> u32 {
-        if self.tun.group_per_vm {
+        if self.grouped(t) {
             (self.ncpus + self.task_vm[t as usize] as usize * self.ncpus + cpu as usize) as u32
         } else {
             cpu
@@ -474,7 +533,7 @@ impl<P: FairPolicy> Fair<P> {
 
     /// The entities from the task up to the root (task, then its group entity).
     pub(super) fn path(&self, t: TaskId, cpu: u32) -> ([u32; 2], usize) {
-        if self.tun.group_per_vm {
+        if self.grouped(t) {
             ([t, self.group_ent(self.task_vm[t as usize], cpu)], 2)
         } else {
             ([t, 0], 1)
@@ -607,6 +666,7 @@ impl<P: FairPolicy> Fair<P> {
     }
 
     fn refresh_vm_weights(&mut self, vm: u32) {
+        // The root cgroup's tasks (their VM id has no vCPUs) have no group entities.
         if self.tun.group_per_vm {
             for c in 0..self.ncpus as u32 {
                 if self.ents[self.group_ent(vm, c) as usize].on_rq {
@@ -630,7 +690,9 @@ impl<P: FairPolicy> Fair<P> {
         self.vm_runnable[vm as usize] += 1;
         let leaf = self.leaf_rq(t, cpu);
         self.enqueue_entity(ctx, leaf, t, cpu, wakeup, initial);
-        if self.tun.group_per_vm {
+        if self.root_task[t as usize] {
+            self.root_counters.bump(root_cgroup::C_ROOT_ENQUEUE);
+        } else if self.tun.group_per_vm {
             let g = self.group_ent(vm, cpu);
             if !self.ents[g as usize].on_rq {
                 self.enqueue_entity(ctx, cpu, g, cpu, true, false);
@@ -650,7 +712,7 @@ impl<P: FairPolicy> Fair<P> {
         self.vm_runnable[vm as usize] -= 1;
         let leaf = self.leaf_rq(t, cpu);
         self.dequeue_entity(ctx, leaf, t, cpu);
-        if self.tun.group_per_vm {
+        if self.grouped(t) {
             let g = self.group_ent(vm, cpu);
             if self.rqs[leaf as usize].nr_running == 0 && self.ents[g as usize].on_rq {
                 self.dequeue_entity(ctx, cpu, g, cpu);
@@ -902,16 +964,25 @@ impl<P: FairPolicy> Fair<P> {
         if !self.policy.wakeup_preemption() || curr == t {
             return;
         }
-        // find_matching_se: compare at the level where both are in the same queue.
-        let (se, pse) =
-            if self.tun.group_per_vm && self.task_vm[curr as usize] != self.task_vm[t as usize] {
-                (
-                    self.group_ent(self.task_vm[curr as usize], cpu),
-                    self.group_ent(self.task_vm[t as usize], cpu),
-                )
-            } else {
-                (curr, t)
+        // find_matching_se: compare at the level where both are in the same queue: the
+        // tasks if they share a queue, else what each has on the root queue (its group
+        // entity, or a root-cgroup task itself).
+        let (se, pse) = if self.leaf_rq(curr, cpu) == self.leaf_rq(t, cpu) {
+            (curr, t)
+        } else {
+            let top = |x: TaskId| {
+                if self.grouped(x) {
+                    self.group_ent(self.task_vm[x as usize], cpu)
+                } else {
+                    x
+                }
             };
+            let pair = (top(curr), top(t));
+            if self.root_task[curr as usize] != self.root_task[t as usize] {
+                self.root_counters.bump(root_cgroup::C_ROOT_MATCH);
+            }
+            pair
+        };
         let rq = self.ents[se as usize].rq;
         self.update_curr(ctx, rq, cpu);
         if P::check_preempt_wakeup(self, t, rq, se, pse, cpu) {
@@ -1110,6 +1181,9 @@ impl<P: FairPolicy> Scheduler for Fair<P> {
     }
     fn counters(&self) -> Vec<(&'static str, u64)> {
         let mut list = self.counters.list();
+        if self.root_task.iter().any(|&r| r) {
+            list.extend(self.root_counters.list());
+        }
         self.policy.policy_counters(&mut list);
         if let Some(cs) = &self.core {
             list.extend(cs.counters.list());

@@ -46,7 +46,7 @@ impl<P: FairPolicy> Fair<P> {
     /// A task's hierarchical load (`task_h_load`): its share of its group entity's weight.
     pub(super) fn task_h_load(&self, t: TaskId) -> u64 {
         let e = &self.ents[t as usize];
-        if !self.tun.group_per_vm {
+        if !self.grouped(t) {
             return e.weight;
         }
         let cpu = self.task_cpu[t as usize];

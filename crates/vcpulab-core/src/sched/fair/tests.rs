@@ -1,5 +1,6 @@
 //! Unit tests of the fair class: the buddy rules of CFS and of EEVDF's kernels, EEVDF's
-//! yield before and after 6.19, new and sleeper placement, tunable scaling.
+//! yield before and after 6.19, new and sleeper placement, tunable scaling, fork balancing,
+//! root-cgroup host threads beside the VMs' groups.
 
 use super::*;
 use crate::sched::cfs::Cfs;
@@ -37,6 +38,7 @@ fn tunables() -> Tunables {
         group_per_vm: false,
         tunable_scaling: false,
         fork_balance: true,
+        root_host_threads: true,
     }
 }
 
@@ -357,4 +359,99 @@ fn fork_balancing_spreads_new_tasks_over_sockets_then_cores() {
     assert_eq!(all, (0..8).collect::<Vec<u32>>());
     // Without it, task i starts on pCPU i: the first four share two cores.
     assert_eq!(fork_placement(4, false), vec![0, 1, 2, 3]);
+}
+
+/// Group scheduling on two pCPUs: VM 0's two vCPUs (tasks 0 and 1) and two host threads no
+/// VM owns (tasks 2 and 3, VM id 1 as the engine gives them), task i placed on pCPU i % 2;
+/// `body` runs after all four are queued.
+fn groups_with_unowned_threads(
+    root_host_threads: bool,
+    body: impl FnOnce(&mut Fair<Eevdf>, &mut SchedCtx),
+) -> Fair<Eevdf> {
+    let ncpus = 2;
+    let mut v = view(4);
+    v.topo = Topology::new(1, 2, 1, 1);
+    v.nvms = 2;
+    for (i, t) in v.tasks.iter_mut().enumerate() {
+        t.affinity = CpuSet::full(ncpus);
+        if i >= 2 {
+            (t.vm, t.index, t.host_thread) = (1, i as u32 - 2, true);
+        }
+    }
+    v.cpu_curr = vec![None; ncpus];
+    let mut out = SchedOut {
+        resched_pending: vec![false; ncpus],
+        ..Default::default()
+    };
+    let mut ctx = SchedCtx {
+        now: SimTime(0),
+        view: &v,
+        out: &mut out,
+    };
+    let tun = Tunables {
+        group_per_vm: true,
+        fork_balance: false,
+        root_host_threads,
+        ..tunables()
+    };
+    let mut f = Fair::new(eevdf(true), tun);
+    f.init(&mut ctx);
+    for t in 0..4 {
+        f.enqueue_task(&mut ctx, t, t % 2, true, false);
+    }
+    body(&mut f, &mut ctx);
+    f
+}
+
+#[test]
+fn unowned_host_threads_are_root_cgroup_tasks_beside_the_vm_groups() {
+    // Upstream: a task never moved into a cgroup is an entity of the root queue with its
+    // own weight (nice 0: 1024), beside VM 0's group entity, which weighs half the VM's
+    // shares on each pCPU (one of its two runnable vCPUs is here).
+    let f = groups_with_unowned_threads(true, |_, _| {});
+    for cpu in 0..2u32 {
+        let host = 2 + cpu;
+        assert_eq!(
+            f.ents[host as usize].rq, cpu,
+            "host thread on the root queue"
+        );
+        assert_eq!(f.ents[host as usize].weight, NICE_0_LOAD);
+        assert_eq!(f.path(host, cpu), ([host, 0], 1));
+        assert_eq!(f.rqs[cpu as usize].nr_running, 2);
+        assert_eq!(f.rqs[cpu as usize].load, NICE_0_LOAD / 2 + NICE_0_LOAD);
+    }
+    assert_eq!(f.task_h_load(2), NICE_0_LOAD);
+    let names: Vec<_> = Scheduler::counters(&f).into_iter().collect();
+    assert!(
+        names.contains(&("root_cgroup_task_enqueue", 2)),
+        "{names:?}"
+    );
+    // The previous model: the two threads share one group of 1024 shares, split over the
+    // two pCPUs where each has a runnable thread, so each weighs half a nice-0 task.
+    let g = groups_with_unowned_threads(false, |_, _| {});
+    for cpu in 0..2usize {
+        assert_ne!(g.ents[2 + cpu].rq, cpu as u32);
+        assert_eq!(g.rqs[cpu].load, NICE_0_LOAD / 2 + NICE_0_LOAD / 2);
+    }
+    assert!(!Scheduler::counters(&g)
+        .iter()
+        .any(|(n, _)| n.starts_with("root_cgroup")));
+}
+
+#[test]
+fn a_root_cgroup_task_waking_meets_the_running_vcpu_at_its_group_entity() {
+    // find_matching_se: the host thread (task 2, a root-queue entity) and the running vCPU
+    // (task 0, under VM 0's group entity) are compared where they share a queue, the root:
+    // host thread against group entity.
+    let f = groups_with_unowned_threads(true, |f, ctx| {
+        f.dequeue_task(ctx, 2, 0);
+        assert_eq!(f.pick_next(ctx, 0, None), Some(0));
+        f.wake(ctx, 2);
+        assert_eq!(f.task_cpu[2], 0, "woken on its previous, busy pCPU");
+    });
+    let matched: Vec<_> = Scheduler::counters(&f)
+        .into_iter()
+        .filter(|(n, _)| *n == "root_cgroup_task_vs_group_wakeup")
+        .collect();
+    assert_eq!(matched, vec![("root_cgroup_task_vs_group_wakeup", 1)]);
 }
