@@ -56,9 +56,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.set_defaults(func=cmd_kvm_compare)
     cal = ks.add_parser("calibrate", help="measure this host's costs with the harness; write a host profile",
                         formatter_class=formatter, epilog=KVM_EPILOG,
-                        description="Measure the exit round trip, the halt wake-up, a cache-line handoff and the "
-                                    "host's slice with the KVM harness, and write them as a host profile "
-                                    "([host] profile = \"FILE\" in a scenario).")
+                        description="Measure the exit round trip, the halt wake-up, a cache-line handoff, the host's "
+                                    "interruptions and kernel threads, and the slice of busy vCPUs with the KVM "
+                                    "harness, and write them as a host profile ([host] profile = \"FILE\" in a "
+                                    "scenario; docs/scenarios.md, 'Host profiles').")
     cal.add_argument("--out", metavar="PROFILE.toml", help="write the profile here (default: print it)")
     cal.add_argument("--name", metavar="NAME", help="the profile's name (default: the file name without .toml)")
     cal.add_argument("--duration", default="1s", metavar="D", help="length of each run (default 1s)")
