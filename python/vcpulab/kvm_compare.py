@@ -27,6 +27,11 @@ COMPUTE_OP = "10us"  # one compute op of the compute-loop cases
 NCS = "30ns"  # non-critical work between lock acquisitions
 HOLD = "12ns"  # critical section
 HELD_OUT_HOLD = "300ns"  # the held-out lock cases' longer critical section
+# The simulated lock, barrier and PLE cases run as long as the real side's default run
+# (`--duration 1s`): a ticket lock with more vCPUs than pCPUs starts with a burst of fast
+# handoffs (until every vCPU holds a ticket), so ns/op depends on the run's length
+# (docs/models.md, "The ticket collapse against real KVM").
+SIM_RUN = "1s"
 BARRIER_WORK = "30ns"
 WAKE_GAP = {"dist": "uniform", "min": "1ms", "max": "3ms"}
 PLE_WINDOW = 4096  # spins (~100 us with PAUSE) before the user-space PLE exit
@@ -202,7 +207,7 @@ def cases() -> list[dict[str, Any]]:
         ops = [{"op": "compute", "duration": NCS}, {"op": "lock", "lock": "l", "kind": kind, "hold": hold}]
         cid = f"{kind}-N{n}{suffix}"
         add(cid, _kvm_sc(cid, n, [_prog(ops, n)]),
-            lambda sched, n=n, ops=ops, cid=cid: _sim_sc(cid, [{"name": "guest", "vcpus": n, "workload": [_prog(ops, n)]}], "200ms", sched),
+            lambda sched, n=n, ops=ops, cid=cid: _sim_sc(cid, [{"name": "guest", "vcpus": n, "workload": [_prog(ops, n)]}], SIM_RUN, sched),
             [("ns_per_op", "ns", lambda s: w0(s).get("ns_per_op"), lambda s: 1e9 / s["vms"][0]["throughput"] if s["vms"][0]["throughput"] else None)],
             held_out=held)
     for n in (1, 2, 4, 3):
@@ -215,7 +220,7 @@ def cases() -> list[dict[str, Any]]:
         # instead of 8.3 ms; docs/validation.md). The harness's barrier waits for all N.
         sim_ops = [ops[0], {"op": "ipi", "targets": list(range(n))}]
         add(f"barrier-N{n}", _kvm_sc(f"barrier-N{n}", n, [_prog(ops, n)]),
-            lambda sched, n=n, sim_ops=sim_ops: _sim_sc(f"barrier-N{n}", [{"name": "guest", "vcpus": n, "workload": [_prog(sim_ops, n)]}], "200ms", sched),
+            lambda sched, n=n, sim_ops=sim_ops: _sim_sc(f"barrier-N{n}", [{"name": "guest", "vcpus": n, "workload": [_prog(sim_ops, n)]}], SIM_RUN, sched),
             [("ns_per_round", "ns", lambda s: w0(s).get("ns_per_round"), lambda s, n=n: 1e9 * n / s["vms"][0]["throughput"] if s["vms"][0]["throughput"] else None)],
             note="sim: an ipi to every vCPU (listed) per loop, acknowledged when each runs; real: a sense-reversing barrier",
             held_out=n == 3)
@@ -268,7 +273,7 @@ def cases() -> list[dict[str, Any]]:
                     buddy: Optional[str] = buddy, pol: str = pol, sim_ops: list[dict[str, Any]] = sim_ops) -> dict[str, Any]:
             if buddy is not None and "buddy_rule" in sched.get("_params", ()):
                 sched = {**sched, "buddy_rule": buddy}
-            sc = _sim_sc(f"ple-{pol}", [{"name": "guest", "vcpus": 4, "workload": [_prog(sim_ops, 4)]}], "200ms", sched)
+            sc = _sim_sc(f"ple-{pol}", [{"name": "guest", "vcpus": 4, "workload": [_prog(sim_ops, 4)]}], SIM_RUN, sched)
             sc["kvm"] = {**ple_sim_kvm(), **kvm_over, "features": feats}
             return sc
 
