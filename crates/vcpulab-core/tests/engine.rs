@@ -967,3 +967,52 @@ fn a_halted_smt_sibling_frees_the_core() {
         cpu("long")
     );
 }
+
+/// Four busy vCPUs on 2 pCPUs beside a host thread waking every ~0.6 ms (the KVM
+/// harness's monitor, as measured on 2026-11-27: 572 us asleep, 22 us running).
+fn busy_beside_a_frequent_waker(sched: &str, tick_grid: bool) -> String {
+    format!(
+        r#"
+name = "tick-grid"
+duration = "200ms"
+seed = 1
+[host]
+cores_per_socket = 2
+[scheduler]
+name = "{sched}"
+tick_grid = {tick_grid}
+[[vm]]
+name = "guest"
+vcpus = 4
+[[vm.workload]]
+kind = "program"
+threads = 4
+ops = [{{ op = "compute", duration = "10us" }}]
+[[host_thread]]
+name = "monitor"
+[host_thread.workload]
+kind = "program"
+threads = 1
+ops = [{{ op = "sleep", duration = "572us" }}, {{ op = "compute", duration = "22us" }}]
+"#
+    )
+}
+
+/// Linux's tick is periodic on a grid shared by all CPUs (`tick_sched_timer`, forwarded
+/// by whole periods), so switches between ticks do not postpone it: 49 ticks per pCPU
+/// in 200 ms at 4 ms (the one at 200 ms is past the end). Re-armed after every pick,
+/// the tick of the waker's pCPU hardly fired.
+#[test]
+fn the_fair_tick_fires_every_period_whatever_the_switches_between_ticks() {
+    for sched in ["eevdf", "cfs"] {
+        let timers = |grid| {
+            let sc = scenario(&busy_beside_a_frequent_waker(sched, grid));
+            run(&sc, None, &checked())
+                .unwrap()
+                .event_counts
+                .scheduler_timers
+        };
+        assert_eq!(timers(true), 2 * 49, "{sched}");
+        assert!(timers(false) < 60, "{sched}: the old rule");
+    }
+}

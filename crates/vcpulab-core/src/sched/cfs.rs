@@ -39,7 +39,8 @@
 //! `latency` 6 ms, `min_granularity` 0.75 ms, `wakeup_granularity` 1 ms (unscaled),
 //! `tick` 4 ms (HZ=250, Ubuntu's 4.15 kernels), `migration_cost` 0.5 ms, `group_per_vm`
 //! false (libvirt puts each VM in a cgroup: the reproductions set it), `gentle_fair_sleepers`
-//! true, `start_debit` true, `wakeup_preemption` true, `tunable_scaling` true.
+//! true, `start_debit` true, `wakeup_preemption` true, `tunable_scaling` true, `tick_grid`
+//! true (the tick on one jiffy grid for all pCPUs; see `fair.rs`).
 //!
 //! ## Fixes from the seed papers (the scenario's `[kvm.features]`)
 //! (b) `boost_ignores_vcpu_fairness`: when the spinner and the boosted vCPU share a run
@@ -76,6 +77,7 @@ pub const DESCRIPTION: &str = "Linux 4.15 CFS: vruntime queues, buddies, yield_t
 
 pub const PARAMS: &[ParamInfo] = &[
     super::fair::CORE_SCHED_PARAM,
+    super::fair::TICK_GRID_PARAM,
     ParamInfo {
         name: "latency",
         kind: ParamKind::Duration,
@@ -161,6 +163,7 @@ pub fn new(p: &Params) -> Fair<Cfs> {
             group_per_vm: p.bool("group_per_vm"),
             tunable_scaling: p.bool("tunable_scaling"),
             fork_balance: p.bool("fork_balance"),
+            tick_grid: p.bool(super::fair::TICK_GRID_PARAM.name),
         },
     )
 }

@@ -427,6 +427,7 @@ mod tests {
             tunable_scaling: false,
             // The tests place task i on pCPU i; no fork balancing.
             fork_balance: false,
+            tick_grid: true,
         };
         let mut f = Fair::new(policy, tun);
         Scheduler::init(&mut f, &mut ctx);

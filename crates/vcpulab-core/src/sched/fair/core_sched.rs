@@ -477,6 +477,7 @@ mod tests {
             tunable_scaling: false,
             // The tests place each task on the pCPU they name; no fork balancing.
             fork_balance: false,
+            tick_grid: true,
         };
         let mut f = Fair::new(policy, tun);
         f.core = Some(Box::new(CoreSched::new(mode)));
