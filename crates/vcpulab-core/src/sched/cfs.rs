@@ -40,7 +40,8 @@
 //! `tick` 4 ms (HZ=250, Ubuntu's 4.15 kernels), `migration_cost` 0.5 ms, `group_per_vm`
 //! false (libvirt puts each VM in a cgroup: the reproductions set it), `root_host_threads`
 //! true (see `fair.rs`), `gentle_fair_sleepers`
-//! true, `start_debit` true, `wakeup_preemption` true, `tunable_scaling` true.
+//! true, `start_debit` true, `wakeup_preemption` true, `tunable_scaling` true, `tick_grid`
+//! true (the tick on one jiffy grid for all pCPUs; see `fair.rs`).
 //!
 //! ## Fixes from the seed papers (the scenario's `[kvm.features]`)
 //! (b) `boost_ignores_vcpu_fairness`: when the spinner and the boosted vCPU share a run
@@ -77,6 +78,7 @@ pub const DESCRIPTION: &str = "Linux 4.15 CFS: vruntime queues, buddies, yield_t
 
 pub const PARAMS: &[ParamInfo] = &[
     super::fair::CORE_SCHED_PARAM,
+    super::fair::TICK_GRID_PARAM,
     ParamInfo {
         name: "latency",
         kind: ParamKind::Duration,
@@ -169,6 +171,7 @@ pub fn new(p: &Params) -> Fair<Cfs> {
             tunable_scaling: p.bool("tunable_scaling"),
             fork_balance: p.bool("fork_balance"),
             root_host_threads: p.bool("root_host_threads"),
+            tick_grid: p.bool(super::fair::TICK_GRID_PARAM.name),
         },
     )
 }

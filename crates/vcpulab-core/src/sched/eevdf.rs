@@ -39,7 +39,8 @@
 //!
 //! ## Parameters
 //! `base_slice` 0.75 ms (unscaled), `tick` 4 ms, `migration_cost` 0.5 ms, `group_per_vm`
-//! false, `root_host_threads` true (see `fair.rs`), `buddy_rule` "6.14", `tunable_scaling` true, `yield_series` "off". The default stays "6.14": it is
+//! false, `root_host_threads` true (see `fair.rs`), `buddy_rule` "6.14", `tunable_scaling` true, `tick_grid` true (the tick on one
+//! jiffy grid for all pCPUs; see `fair.rs`), `yield_series` "off". The default stays "6.14": it is
 //! what vcpulab modelled before 6.19 existed, and the reproductions were written against
 //! it.
 //!
@@ -88,6 +89,7 @@ pub const DESCRIPTION: &str = "Linux 6.6+ EEVDF: eligibility by lag, earliest vi
 
 pub const PARAMS: &[ParamInfo] = &[
     super::fair::CORE_SCHED_PARAM,
+    super::fair::TICK_GRID_PARAM,
     ParamInfo {
         name: "base_slice",
         kind: ParamKind::Duration,
@@ -165,6 +167,7 @@ pub fn new(p: &Params) -> Fair<Eevdf> {
             tunable_scaling: p.bool("tunable_scaling"),
             fork_balance: p.bool("fork_balance"),
             root_host_threads: p.bool("root_host_threads"),
+            tick_grid: p.bool(super::fair::TICK_GRID_PARAM.name),
         },
     )
 }

@@ -44,7 +44,11 @@
 //! EWMA of 1/8 capped at twice that) first pulls a task (`idle_balance`); then the policy
 //! picks, level by level. A busy pCPU ticks every `tick`: it charges every level, lets the
 //! policy check for preemption, balances, and with two or more runnable tasks kicks one
-//! pCPU idle long enough to have stopped its tick (nohz) that may take one of them.
+//! pCPU idle long enough to have stopped its tick (nohz) that may take one of them. The
+//! ticks of all pCPUs fall on one grid of multiples of `tick` (`tick_grid`, on: Linux's
+//! periodic `tick_sched_timer`, forwarded by whole periods, `skew_tick=0`); a switch
+//! between ticks does not move it, and a pCPU leaving idle restarts it on the grid
+//! (`tick_nohz_restart`).
 //!
 //! **Directed yield** (`yield_to` in core.c, `yield_to_task_fair`; KVM's PLE handler
 //! calls it): -ESRCH when the yielder's and the target's run queues hold one task each; 0
@@ -96,14 +100,17 @@
 //! `group_per_vm`, unowned host threads are root-cgroup tasks; false: one group of their
 //! own, vcpulab's model before 2026-11-27), `tunable_scaling` (boolean, true: the policy's
 //! granularities or base slice are multiplied by 1 + ilog2(min(ncpus, 8)),
-//! SCHED_TUNABLESCALING_LOG). CFS only: `latency` 6 ms, `min_granularity` 0.75 ms,
-//! `wakeup_granularity` 1 ms (all unscaled), `gentle_fair_sleepers`, `start_debit`,
-//! `wakeup_preemption` (booleans, true). EEVDF only: `base_slice` 0.75 ms (unscaled),
-//! `buddy_rule` ("6.14", "6.6" or "6.19"). Constants: `NICE_0_LOAD` 1024,
-//! `sched_nr_latency` 8.
+//! SCHED_TUNABLESCALING_LOG), `tick_grid` (boolean, true: the tick on its grid; false:
+//! re-armed a whole tick after every pick, vcpulab's rule before 2026-11-27). CFS only:
+//! `latency` 6 ms, `min_granularity` 0.75 ms, `wakeup_granularity` 1 ms (all unscaled),
+//! `gentle_fair_sleepers`, `start_debit`, `wakeup_preemption` (booleans, true). EEVDF
+//! only: `base_slice` 0.75 ms (unscaled), `buddy_rule` ("6.14", "6.6" or "6.19").
+//! Constants: `NICE_0_LOAD` 1024, `sched_nr_latency` 8.
 //!
 //! ## Sources
-//! `kernel/sched/fair.c`, `core.c` (`yield_to`), `features.h` and `topology.c` (domain
+//! `kernel/time/tick-sched.c` (`tick_sched_timer`, `tick_setup_sched_timer`,
+//! `tick_nohz_restart`) for the tick's grid; `kernel/sched/fair.c`, `core.c` (`yield_to`),
+//! `features.h` and `topology.c` (domain
 //! flags, imbalance_pct, busy_factor, cache_nice_tries) of Linux 4.15 for CFS and of 6.6
 //! to 6.19 for EEVDF (`pick_eevdf`, `place_entity`, `update_deadline`,
 //! `update_entity_lag`, `yield_task_fair` of 6.6-6.18 and of 6.19, PICK_BUDDY of 6.14).
@@ -160,7 +167,19 @@ pub struct Tunables {
     /// was never moved into a cgroup (`set_task_rq`: `root_task_group` has no group
     /// entities). Off: they share one group of their own (vcpulab before 2026-11-27).
     pub root_host_threads: bool,
+    /// The tick fires on one grid of multiples of `tick` shared by all pCPUs (the periodic
+    /// tick, `tick_sched_timer`, with `skew_tick=0`), whatever the switches between ticks;
+    /// off: re-armed a whole tick after every pick (vcpulab before 2026-11-27).
+    pub tick_grid: bool,
 }
+
+/// The shared `tick_grid` parameter (see `Tunables::tick_grid` and "Tick" in the header).
+pub const TICK_GRID_PARAM: super::ParamInfo = super::ParamInfo {
+    name: "tick_grid",
+    kind: super::ParamKind::Bool,
+    default: "true",
+    help: "the tick fires on a jiffy grid shared by all pCPUs, whatever the switches between ticks (periodic tick, skew_tick=0); false: re-armed a whole tick after every pick",
+};
 
 pub fn scale_factor(ncpus: usize) -> u64 {
     let n = ncpus.clamp(1, 8) as u64;
@@ -192,6 +211,8 @@ super::counters::declare_counters! {
     C_PICK_IDLE => "pick_went_idle",
     C_BALANCE_FAILED => "periodic_balance_failed",
     C_ACTIVE_PUSH => "active_balance_push",
+    C_TICK_KEPT_ON_SWITCH => "tick_kept_on_switch",
+    C_TICK_RESTARTED_ON_GRID => "tick_restarted_on_grid",
 }
 
 /// Counters of the root-cgroup branches (`root_host_threads`), listed only when a
@@ -1049,6 +1070,7 @@ impl<P: FairPolicy> Fair<P> {
         };
         match picked {
             Some(t) => {
+                let was_idle = self.idle_since[cpu as usize].is_some();
                 if let Some(since) = self.idle_since[cpu as usize].take() {
                     let idle = ctx.now.minus(since).ns();
                     let avg = self.avg_idle[cpu as usize].ns() as i64;
@@ -1056,7 +1078,7 @@ impl<P: FairPolicy> Fair<P> {
                     self.avg_idle[cpu as usize] = new.min(self.tun.migration_cost * 2);
                 }
                 self.running[cpu as usize] = Some(t);
-                ctx.set_timer(cpu, ctx.now + self.tun.tick);
+                ctx.set_timer(cpu, self.next_tick(ctx.now, was_idle));
                 Some(t)
             }
             None => {
@@ -1100,7 +1122,30 @@ impl<P: FairPolicy> Fair<P> {
                 }
             }
         }
-        ctx.set_timer(cpu, ctx.now + self.tun.tick);
+        ctx.set_timer(cpu, self.next_tick(ctx.now, false));
+    }
+
+    /// When the tick after `now` fires. Linux's tick is a per-CPU hrtimer forwarded by
+    /// whole periods from the jiffy grid (`tick_sched_timer`, `hrtimer_forward`; all CPUs
+    /// on one grid unless `skew_tick`), and a CPU leaving idle restarts it on that grid
+    /// (`tick_nohz_restart`), so a context switch between ticks does not move it.
+    /// `leaving_idle`: the pick ends an idle period (only counted).
+    #[inline]
+    fn next_tick(&mut self, now: SimTime, leaving_idle: bool) -> SimTime {
+        let tick = self.tun.tick.ns().max(1);
+        if !self.tun.tick_grid {
+            return now + self.tun.tick;
+        }
+        let next = SimTime((now.ns() / tick + 1) * tick);
+        if next.since(now) < self.tun.tick {
+            // The old rule would have put this tick a whole period after `now`.
+            self.counters.bump(if leaving_idle {
+                C_TICK_RESTARTED_ON_GRID
+            } else {
+                C_TICK_KEPT_ON_SWITCH
+            });
+        }
+        next
     }
 
     // ------------------------------------------------------------- directed yield

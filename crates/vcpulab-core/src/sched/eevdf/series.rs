@@ -428,6 +428,7 @@ mod tests {
             // The tests place task i on pCPU i; no fork balancing.
             fork_balance: false,
             root_host_threads: true,
+            tick_grid: true,
         };
         let mut f = Fair::new(policy, tun);
         Scheduler::init(&mut f, &mut ctx);

@@ -478,6 +478,7 @@ mod tests {
             // The tests place each task on the pCPU they name; no fork balancing.
             fork_balance: false,
             root_host_threads: true,
+            tick_grid: true,
         };
         let mut f = Fair::new(policy, tun);
         f.core = Some(Box::new(CoreSched::new(mode)));

@@ -1,6 +1,6 @@
 //! Unit tests of the fair class: the buddy rules of CFS and of EEVDF's kernels, EEVDF's
 //! yield before and after 6.19, new and sleeper placement, tunable scaling, fork balancing,
-//! root-cgroup host threads beside the VMs' groups.
+//! root-cgroup host threads beside the VMs' groups, the tick grid.
 
 use super::*;
 use crate::sched::cfs::Cfs;
@@ -39,6 +39,7 @@ fn tunables() -> Tunables {
         tunable_scaling: false,
         fork_balance: true,
         root_host_threads: true,
+        tick_grid: true,
     }
 }
 
@@ -454,4 +455,77 @@ fn a_root_cgroup_task_waking_meets_the_running_vcpu_at_its_group_entity() {
         .filter(|(n, _)| *n == "root_cgroup_task_vs_group_wakeup")
         .collect();
     assert_eq!(matched, vec![("root_cgroup_task_vs_group_wakeup", 1)]);
+}
+
+/// The tick each pick arms on one pCPU with two tasks: task 0 runs from 0, blocks at
+/// 1.3 ms (task 1 runs), task 1 blocks at 2 ms (idle), task 0 wakes at 9.1 ms. Returns the
+/// tick times armed by the three picks and the two tick-grid counters.
+fn ticks_armed(tick_grid: bool) -> (Vec<u64>, u64, u64) {
+    let v = view(2);
+    let mut out = SchedOut {
+        resched_pending: vec![false],
+        ..Default::default()
+    };
+    let mut f = Fair::new(
+        eevdf(true),
+        Tunables {
+            tick_grid,
+            ..tunables()
+        },
+    );
+    let mut armed = vec![];
+    type Step<'a> = &'a dyn Fn(&mut Fair<Eevdf>, &mut SchedCtx);
+    let steps: [(u64, Step); 4] = [
+        (0, &|f, ctx| {
+            f.init(ctx);
+            f.wake(ctx, 0);
+            f.wake(ctx, 1);
+            f.pick_next(ctx, 0, None);
+        }),
+        (1_300_000, &|f, ctx| {
+            f.block(ctx, 0, 0);
+            f.pick_next(ctx, 0, Some(0));
+        }),
+        (2_000_000, &|f, ctx| {
+            f.block(ctx, 0, 1);
+            f.pick_next(ctx, 0, Some(1));
+        }),
+        (9_100_000, &|f, ctx| {
+            f.wake(ctx, 0);
+            f.pick_next(ctx, 0, None);
+        }),
+    ];
+    for (now, step) in steps {
+        out.timers.clear();
+        let mut ctx = SchedCtx {
+            now: SimTime(now),
+            view: &v,
+            out: &mut out,
+        };
+        step(&mut f, &mut ctx);
+        if let Some(&(_, Some(at))) = out.timers.last() {
+            armed.push(at.ns());
+        }
+    }
+    let c = &f.counters;
+    (
+        armed,
+        c.values[C_TICK_KEPT_ON_SWITCH],
+        c.values[C_TICK_RESTARTED_ON_GRID],
+    )
+}
+
+#[test]
+fn the_tick_stays_on_its_grid_across_switches_and_restarts_on_it_after_idle() {
+    // Periodic tick (Linux): a switch at 1.3 ms leaves the tick at 4 ms; leaving idle at
+    // 9.1 ms restarts it at the next grid point, 12 ms.
+    assert_eq!(
+        ticks_armed(true),
+        (vec![4_000_000, 4_000_000, 12_000_000], 1, 1)
+    );
+    // The old rule: every pick put the tick a whole period later.
+    assert_eq!(
+        ticks_armed(false),
+        (vec![4_000_000, 5_300_000, 13_100_000], 0, 0)
+    );
 }
