@@ -91,7 +91,7 @@ def _slice_ns(res: dict[str, Any]) -> Optional[float]:
     return statistics.median(xs) if xs else None
 
 
-# (key, what, unit, harness vCPUs, measure)
+# (key, what, harness vCPUs, measure: a run's result -> ns)
 MEASUREMENTS: list[tuple[str, str, list[dict[str, Any]], Callable[[dict[str, Any]], Optional[float]]]] = [
     ("exit_round_trip", "guest -> VMM in user space -> guest (null-exit, 1 vCPU)", [_v("null-exit")], _per_op_ns),
     ("halt_wakeup", "wake of a halted vCPU -> its guest code runs (wake, 1 vCPU, 200 us gaps)",
@@ -186,6 +186,13 @@ def _cpu_model() -> str:
         return "unknown"
 
 
+def _value(what: str, unit: str, runs: list[float]) -> dict[str, Any]:
+    """One measurement over its runs: median and spread ((max - min) / median)."""
+    med = statistics.median(runs) if runs else None
+    return {"what": what, "unit": unit, "median": med, "runs": runs,
+            "spread": (max(runs) - min(runs)) / med if runs and med else None}
+
+
 def calibrate(duration: str = "1s", repetitions: int = 3, mode: str = "kvm",
               progress: Optional[Callable[[str], None]] = None) -> dict[str, Any]:
     """Runs every measurement ``repetitions`` times; returns {"meta", "values"} where each
@@ -209,24 +216,21 @@ def calibrate(duration: str = "1s", repetitions: int = 3, mode: str = "kvm",
             v = measure(res)
             if v is not None:
                 runs.append(v)
-        med = statistics.median(runs) if runs else None
-        values[key] = {"what": what, "unit": "ns", "median": med, "runs": runs,
-                       "spread": (max(runs) - min(runs)) / med if runs and med else None}
+        values[key] = _value(what, "ns", runs)
     gap_runs: dict[str, list[float]] = {k: [] for k in NOISE_WHAT}
+    ncpus = _ncpus()
     for i in range(repetitions):
         if progress:
             progress(f"noise: run {i + 1}/{repetitions}")
-        vcpus = [_v("gaps", sleep_ns=GAP_THRESHOLD_NS) for _ in range(_ncpus())]
+        vcpus = [_v("gaps", sleep_ns=GAP_THRESHOLD_NS) for _ in range(ncpus)]
         before, t0 = _kthreads(), time.monotonic()
         res = K.run_config(_cfg(vcpus, dur_ns, mode))
-        hk = _housekeeping(before, _kthreads(), time.monotonic() - t0, _ncpus())
+        hk = _housekeeping(before, _kthreads(), time.monotonic() - t0, ncpus)
         for k, x in {**_gaps(res), **hk}.items():
             if x is not None:
                 gap_runs[k].append(x)
     for key, runs in gap_runs.items():
-        med = statistics.median(runs) if runs else None
-        values[key] = {"what": NOISE_WHAT[key][0], "unit": NOISE_WHAT[key][1], "median": med, "runs": runs,
-                       "spread": (max(runs) - min(runs)) / med if runs and med else None}
+        values[key] = _value(NOISE_WHAT[key][0], NOISE_WHAT[key][1], runs)
     hz = None
     try:
         from .kvm_compare import kernel_hz

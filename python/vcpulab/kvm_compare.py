@@ -141,12 +141,10 @@ def _sim_sc(name: str, vms: list[dict[str, Any]], duration: str, sched: dict[str
     host: dict[str, Any] = {"cores_per_socket": 2}
     if sched.get("_profile"):
         host["profile"] = sched["_profile"]
-    sc = {"name": name, "duration": duration, "seed": 1, "host": host, "scheduler": sched, "vm": vms}
-    if sched.get("_monitor"):
-        # It runs in every real case. (The host profile's interruptions were measured with
-        # the harness too, so they already hold some of its preemptions: docs/validation.md.)
-        sc["host_thread"] = [HARNESS_MONITOR]
-    return sc
+    # The monitor runs in every real case. (The host profile's interruptions were measured
+    # with the harness too, so they already hold some of its preemptions: docs/validation.md.)
+    return {"name": name, "duration": duration, "seed": 1, "host": host, "scheduler": sched, "vm": vms,
+            "host_thread": [HARNESS_MONITOR]}
 
 
 def _profile_meta(text: str) -> dict[str, Any]:
@@ -310,33 +308,49 @@ def select(names: list[str]) -> list[dict[str, Any]]:
     return out
 
 
-def sim_scheduler(profile: Optional[str] = None) -> tuple[Optional[dict[str, Any]], str]:
-    """The simulator's host model for this machine, or (None, why not). `profile`: a host
-    profile (file or shipped name); default: the shipped profile of this machine, if any."""
+def _eevdf_sched(tick: str, profile: Optional[str]) -> Optional[dict[str, Any]]:
+    """The scheduler table a case's simulated side is built from (None if the simulator
+    does not list eevdf): `tick`, and for the builders `_params` (the keys eevdf takes) and
+    `_profile` (the host profile), which `_run_sim` strips before the run."""
     from . import api
 
     scheds = {s["name"]: s for s in api.schedulers()}
     if "eevdf" not in scheds:
-        return None, "the simulator does not list the eevdf scheduler yet (vcpulab schedulers); sim values are null until it does"
-    params = {p["name"] for p in scheds["eevdf"]["params"]}
-    hm = host_model()
+        return None
+    params = sorted(p["name"] for p in scheds["eevdf"]["params"])
     sched: dict[str, Any] = {"name": "eevdf"}
     if "tick" in params:
-        sched["tick"] = f"{1000 / hm['hz']:g}ms"
-    sched["_params"] = sorted(params)
+        sched["tick"] = tick
+    sched["_params"] = params
+    sched["_profile"] = profile
+    return sched
+
+
+def _run_sim(case: dict[str, Any], sched: dict[str, Any]) -> dict[str, Any]:
+    """The summary of a case's simulated side on `sched` (`_eevdf_sched`)."""
+    from . import api
+
+    sc = case["sim"](sched)
+    sc["scheduler"] = {k: v for k, v in sc["scheduler"].items() if not k.startswith("_")}
+    return api.run(sc).summary
+
+
+def sim_scheduler(profile: Optional[str] = None) -> tuple[Optional[dict[str, Any]], str]:
+    """The simulator's host model for this machine, or (None, why not). `profile`: a host
+    profile (file or shipped name); default: the shipped profile of this machine, if any."""
+    hm = host_model()
     if profile:
         prof_note = f"host profile {profile}"
     else:
         profile, prof_note = machine_profile()
-    sched["_profile"] = profile
-    sched["_monitor"] = True
+    sched = _eevdf_sched(f"{1000 / hm['hz']:g}ms", profile)
+    if sched is None:
+        return None, "the simulator does not list the eevdf scheduler yet (vcpulab schedulers); sim values are null until it does"
     return sched, f"eevdf, tick {1000 / hm['hz']:g} ms ({hm['hz_source']}), 2 pCPUs; preemption: {hm['preempt']}; {prof_note}"
 
 
 def run_case(case: dict[str, Any], sched: Optional[dict[str, Any]], sim_note: str, duration: str, repetitions: int,
              mode: Optional[str] = None, progress: Optional[Callable[[str], None]] = None) -> list[dict[str, Any]]:
-    from . import api
-
     cfg, meta = K.to_config(case["real"], f"<case {case['id']}>", duration=duration, mode=mode)
     per_rep: list[dict[str, Any]] = []
     harness = None
@@ -349,12 +363,10 @@ def run_case(case: dict[str, Any], sched: Optional[dict[str, Any]], sim_note: st
     sim_summary = None
     note = case["note"]
     if sched is not None and case["sim"] is not None:
-        sc = case["sim"](sched)
-        sc["scheduler"] = {k: v for k, v in sc["scheduler"].items() if not k.startswith("_")}
         if progress:
             progress(f"{case['id']}: simulation")
         try:
-            sim_summary = api.run(sc).summary
+            sim_summary = _run_sim(case, sched)
         except Exception as e:  # a sim the model cannot run is reported, not fatal
             note = f"{note}; sim failed: {e}".strip("; ")
     elif sched is None:
@@ -374,21 +386,15 @@ def run_case(case: dict[str, Any], sched: Optional[dict[str, Any]], sim_note: st
 # ---------------------------------------------------------------- the validation gate
 
 
-def simulate(case: dict[str, Any], tick: str, profile: Optional[str] = None) -> dict[str, Optional[float]]:
+def simulate(case: dict[str, Any], tick: str, profile: Optional[str] = None,
+             sched: Optional[dict[str, Any]] = None) -> dict[str, Optional[float]]:
     """The simulated side of one case alone (deterministic; no /dev/kvm): metric -> value,
-    on the eevdf host model with the given tick and host profile."""
-    from . import api
-
-    if case["sim"] is None:
+    on the eevdf host model with the given tick and host profile (the same scheduler table
+    as the live comparison's; `sched`, if given, is that table already built)."""
+    sched = sched or _eevdf_sched(tick, profile)
+    if case["sim"] is None or sched is None:
         return {metric: None for metric, *_ in case["rows"]}
-    from . import api as _api
-
-    params = next(s["params"] for s in _api.schedulers() if s["name"] == "eevdf")
-    # the same scheduler keys as the live comparison (sim_scheduler), with this tick
-    sc = case["sim"]({"name": "eevdf", "tick": tick, "_params": sorted(p["name"] for p in params), "_profile": profile,
-                      "_monitor": True})
-    sc["scheduler"] = {k: v for k, v in sc["scheduler"].items() if not k.startswith("_")}
-    summary = api.run(sc).summary
+    summary = _run_sim(case, sched)
     return {metric: sim_fn(summary) for metric, _unit, _real_fn, sim_fn in case["rows"]}
 
 
@@ -400,9 +406,10 @@ def gate(names: Optional[list[str]] = None) -> list[dict[str, Any]]:
     from . import kvm_reference as ref
 
     chosen = select(names or [])
+    sched = _eevdf_sched(ref.TICK, ref.PROFILE)
     out = []
     for case in chosen:
-        sims = simulate(case, ref.TICK, ref.PROFILE)
+        sims = simulate(case, ref.TICK, ref.PROFILE, sched)
         for rc, metric, unit, real, spread, _runs, band, why in ref.ROWS:
             if rc != case["id"]:
                 continue

@@ -40,37 +40,36 @@ def test_a_simulated_barrier_round_waits_for_every_vcpu():
     assert sim is not None and 4e6 <= sim <= 12e6, sim
 
 
+def _with_host_costs(monkeypatch, costs):
+    """Every simulated scenario of the gate gets these `[host.costs]` (a scenario key wins
+    over its host profile's)."""
+    plain = kc._sim_sc
+
+    def broken(name, vms, duration, sched):
+        sc = plain(name, vms, duration, sched)
+        sc["host"]["costs"] = costs
+        return sc
+
+    monkeypatch.setattr(kc, "_sim_sc", broken)
+
+
 def test_the_gate_fails_on_a_deliberately_broken_cost(monkeypatch):
     """A context switch of 500 us instead of the model's 2 us: the wake-up of a vCPU that
     must preempt a busy one leaves its band (and the gate says which); compute throughput,
     12% lower, stays within 2x and does not. (The ticket collapse, now dominated by the
     cache-line handoffs and the tick, stays in its pinned band.)"""
-    plain = kc._sim_sc
-
-    def broken(name, vms, duration, sched):
-        sc = plain(name, vms, duration, sched)
-        sc["host"]["costs"] = {"context_switch": "500us"}
-        return sc
-
-    monkeypatch.setattr(kc, "_sim_sc", broken)
+    _with_host_costs(monkeypatch, {"context_switch": "500us"})
     rows = kc.gate(["wake-busy3", "compute-N8"])
     left = {r["case"] for r in rows if not r["in_band"]}
     assert left == {"wake-busy3"}, _out(rows)
 
 
 def test_the_gate_fails_when_the_profiles_cacheline_cost_is_lost(monkeypatch):
-    """The host profile's cache-line handoff (84 ns, measured by `vcpulab kvm calibrate`)
+    """The host profile's cache-line handoff (87 ns, measured by `vcpulab kvm calibrate`)
     is what brings the two-vCPU lock and barrier rows within 2x: set back to 0 in every
     simulated scenario (a scenario key wins over its profile), they leave their bands;
     compute, which takes no lock, does not."""
-    plain = kc._sim_sc
-
-    def broken(name, vms, duration, sched):
-        sc = plain(name, vms, duration, sched)
-        sc["host"]["costs"] = {"cacheline_transfer": "0ns"}
-        return sc
-
-    monkeypatch.setattr(kc, "_sim_sc", broken)
+    _with_host_costs(monkeypatch, {"cacheline_transfer": "0ns"})
     rows = kc.gate(["tas-N2", "ticket-N2", "barrier-N2", "compute-N2"])
     left = {r["case"] for r in rows if not r["in_band"]}
     assert left == {"tas-N2", "ticket-N2", "barrier-N2"}, _out(rows)

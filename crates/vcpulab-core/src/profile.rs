@@ -22,8 +22,6 @@ pub const SHIPPED: &[(&str, &str)] = &[(
     include_str!("../profiles/pvm-xeon-2cpu.toml"),
 )];
 
-/// `[host.costs]` keys a profile may set.
-const HOST_COST_KEYS: &[&str] = &["context_switch", "ipi", "migration", "cacheline_transfer"];
 /// `[kvm]` keys a profile may set: the costs of exits and wake-ups, not policy.
 const KVM_KEYS: &[&str] = &["ple_exit_cost", "halt_wakeup_cost"];
 
@@ -117,18 +115,7 @@ fn check(prof: &Value, source: &str) -> Res<()> {
     if let Some(h) = root.get("host") {
         let h = h.table()?;
         if let Some(c) = h.get("costs") {
-            let c = c.table()?;
-            for k in ["context_switch", "ipi", "cacheline_transfer"] {
-                c.opt_duration(k)?;
-            }
-            if let Some(m) = c.get("migration") {
-                let m = m.table()?;
-                for k in ["smt_sibling", "same_socket", "other_socket", "other_numa"] {
-                    m.opt_duration(k)?;
-                }
-                m.finish(&["smt_sibling", "same_socket", "other_socket", "other_numa"])?;
-            }
-            c.finish(HOST_COST_KEYS)?;
+            crate::scenario::parse_costs(&c.table()?)?;
         }
         if let Some(n) = h.get("noise") {
             crate::scenario::parse_noise(&n.table()?)?;

@@ -101,6 +101,33 @@ pub struct Costs {
     pub cacheline_transfer: SimDuration,
 }
 
+/// `[host.costs]` (also checked in a host profile, `profile.rs`): the defaults with the
+/// table's keys over them.
+pub(crate) fn parse_costs(ct: &Table) -> Res<Costs> {
+    const MIGRATION: [&str; 4] = ["smt_sibling", "same_socket", "other_socket", "other_numa"];
+    let mut costs = Costs::default();
+    if let Some(d) = ct.opt_duration("context_switch")? {
+        costs.context_switch = d;
+    }
+    if let Some(d) = ct.opt_duration("ipi")? {
+        costs.ipi = d;
+    }
+    if let Some(d) = ct.opt_duration("cacheline_transfer")? {
+        costs.cacheline_transfer = d;
+    }
+    if let Some(m) = ct.get("migration") {
+        let mt = m.table()?;
+        for (i, key) in MIGRATION.iter().enumerate() {
+            if let Some(d) = mt.opt_duration(key)? {
+                costs.migration[i] = d;
+            }
+        }
+        mt.finish(&MIGRATION)?;
+    }
+    ct.finish(&["context_switch", "migration", "ipi", "cacheline_transfer"])?;
+    Ok(costs)
+}
+
 /// `[host.noise]` (engine/noise.rs): each pCPU is interrupted at the times of a Poisson
 /// process of `rate_hz`, each interruption lasting a draw of `duration` (ns).
 #[derive(Clone, Debug, PartialEq)]
@@ -584,32 +611,10 @@ fn parse_host(t: &Table) -> Res<HostSpec> {
     let smt_throughput = t
         .opt_f64("smt_throughput", 0.1, threads as f64)?
         .unwrap_or(if threads > 1 { 1.25 } else { 1.0 });
-    let mut costs = Costs::default();
-    if let Some(c) = t.get("costs") {
-        let ct = c.table()?;
-        if let Some(d) = ct.opt_duration("context_switch")? {
-            costs.context_switch = d;
-        }
-        if let Some(d) = ct.opt_duration("ipi")? {
-            costs.ipi = d;
-        }
-        if let Some(d) = ct.opt_duration("cacheline_transfer")? {
-            costs.cacheline_transfer = d;
-        }
-        if let Some(m) = ct.get("migration") {
-            let mt = m.table()?;
-            for (i, key) in ["smt_sibling", "same_socket", "other_socket", "other_numa"]
-                .iter()
-                .enumerate()
-            {
-                if let Some(d) = mt.opt_duration(key)? {
-                    costs.migration[i] = d;
-                }
-            }
-            mt.finish(&["smt_sibling", "same_socket", "other_socket", "other_numa"])?;
-        }
-        ct.finish(&["context_switch", "migration", "ipi", "cacheline_transfer"])?;
-    }
+    let costs = match t.get("costs") {
+        Some(c) => parse_costs(&c.table()?)?,
+        None => Costs::default(),
+    };
     let noise = match t.get("noise") {
         Some(n) => parse_noise(&n.table()?)?,
         None => None,

@@ -17,7 +17,7 @@
 //! the user-space PLE exit (`out PORT_PLE`) when a spin exceeds the window, and the
 //! blocking exits that *are* the measurement in the wake-up and timer programs.
 
-use crate::asm::{m, Asm, AsmError, Cond, Label, Reg::*};
+use crate::asm::{m, Asm, AsmError, Cond, Label, Mem, Reg, Reg::*};
 
 /// Guest-physical layout. Memory is identity-mapped, so these are also the guest's
 /// virtual addresses.
@@ -229,12 +229,7 @@ fn emit(a: &mut Asm, p: Program) {
             a.xor(R11, R11);
             a.mov_imm(Rax, 1);
             a.lock_xadd(m(Rbx, L_WORD), Rax); // rax = my ticket
-            a.bind(wait);
-            a.cmp_load(Rax, m(Rbx, L_OWNER));
-            a.jcc(Cond::E, got);
-            a.pause();
-            spin_check(a, done);
-            a.jmp(wait);
+            spin_until_equal(a, Rax, m(Rbx, L_OWNER), wait, got, done);
             a.bind(got);
             a.delay(R12);
             a.inc(Rsi);
@@ -256,12 +251,7 @@ fn emit(a: &mut Asm, p: Program) {
             a.store_imm(m(Rbx, B_COUNT), 0); // the last to arrive resets and releases
             a.store(m(Rbx, B_SENSE), R15);
             a.jmp(passed);
-            a.bind(wait);
-            a.cmp_load(R15, m(Rbx, B_SENSE));
-            a.jcc(Cond::E, passed);
-            a.pause();
-            spin_check(a, done);
-            a.jmp(wait);
+            spin_until_equal(a, R15, m(Rbx, B_SENSE), wait, passed, done);
             a.bind(passed);
             a.inc(Rsi);
             stop_or(a, top, done);
@@ -307,12 +297,7 @@ fn emit(a: &mut Asm, p: Program) {
             a.mov(Rax, Rsi);
             a.shl_imm(Rax, 1);
             a.or(Rax, R15);
-            a.bind(wait);
-            a.cmp_load(Rax, m(Rbx, L_WORD));
-            a.jcc(Cond::E, go);
-            a.pause();
-            spin_check(a, done);
-            a.jmp(wait);
+            spin_until_equal(a, Rax, m(Rbx, L_WORD), wait, go, done);
             a.bind(go);
             a.inc_mem(m(Rbx, L_WORD)); // only the vCPU whose turn it is writes
             a.inc(Rsi);
@@ -381,6 +366,17 @@ fn spin_check(a: &mut Asm, done: Label) {
     a.inc(R10);
     a.out(PORT_PLE);
     a.bind(cont);
+}
+
+/// Binds `wait`: spin (PAUSE, then `spin_check`) until `[mem]` equals `r`, then go to
+/// `out`. The wait of the ticket, barrier and ping-pong programs.
+fn spin_until_equal(a: &mut Asm, r: Reg, mem: Mem, wait: Label, out: Label, done: Label) {
+    a.bind(wait);
+    a.cmp_load(r, mem);
+    a.jcc(Cond::E, out);
+    a.pause();
+    spin_check(a, done);
+    a.jmp(wait);
 }
 
 /// `if stop == 0 goto top; goto done`.

@@ -56,15 +56,12 @@ impl Noise {
 impl<S: Scheduler> Sim<'_, S> {
     /// Schedules every pCPU's first interruption.
     pub(super) fn start_noise(&mut self) {
-        let Some(n) = self.st.noise.as_mut() else {
+        let st = &mut self.st;
+        let Some(n) = st.noise.as_mut() else {
             return;
         };
-        let mut first = Vec::with_capacity(n.rngs.len());
         for c in 0..n.rngs.len() {
-            first.push(SimTime::ZERO + n.gap(c));
-        }
-        for (c, at) in first.into_iter().enumerate() {
-            self.st.q.push(at, EventKind::Noise { cpu: c as u32 });
+            st.q.push(SimTime::ZERO + n.gap(c), EventKind::Noise { cpu: c as u32 });
         }
     }
 
@@ -91,18 +88,12 @@ impl<S: Scheduler> Sim<'_, S> {
             return;
         }
         self.settle(t);
-        let until = now + lost;
-        let task = &mut self.st.tasks[t as usize];
-        task.end_spin(now);
-        task.executing = false;
-        task.exit_until = Some(until);
-        task.c.overhead_ns += lost.ns();
+        let until = self.begin_exit(t, cpu, lost);
         if self.st.kvm.spec.is_some() {
-            task.kv.ple_from = task.kv.ple_from.max(until);
+            let kv = &mut self.st.tasks[t as usize].kv;
+            kv.ple_from = kv.ple_from.max(until);
         }
         self.st.h.noise_interruptions += 1;
         self.st.h.noise_ns += lost.ns();
-        self.st.cpus[c].guest_at = Some(until);
-        self.rearm(cpu);
     }
 }

@@ -571,8 +571,9 @@ impl<S: Scheduler> Sim<'_, S> {
         }
     }
 
-    /// Back in the guest after KVM handled a PLE exit (not a sched-in: the PLE window
-    /// and the spin-loop flags stay): acknowledge IPIs that arrived meanwhile, go on.
+    /// Back in the guest after a PLE exit or a host interruption (`begin_exit`; not a
+    /// sched-in: the PLE window and the spin-loop flags stay): acknowledge IPIs that
+    /// arrived meanwhile, go on.
     pub(super) fn end_ple_exit(&mut self, t: TaskId) {
         let now = self.st.now;
         let task = &mut self.st.tasks[t as usize];
@@ -614,19 +615,29 @@ impl<S: Scheduler> Sim<'_, S> {
         self.kvm_vcpu_on_spin(t, cpu, yield_to_kernel_mode, &k);
         // The exit itself (VM exit, handler, VM entry) takes `ple_exit_cost` of the pCPU
         // without guest progress, unless the handler's yield deschedules the vCPU first.
-        let task = &mut self.st.tasks[t as usize];
         if k.ple_exit_cost.ns() > 0
-            && task.executing
+            && self.st.tasks[t as usize].executing
             && self.view.state[t as usize] == RunState::Running(cpu)
         {
-            task.end_spin(now);
-            let until = now + k.ple_exit_cost;
-            task.executing = false;
-            task.exit_until = Some(until);
-            task.c.overhead_ns += k.ple_exit_cost.ns();
-            self.st.cpus[cpu as usize].guest_at = Some(until);
-            self.rearm(cpu);
+            self.begin_exit(t, cpu, k.ple_exit_cost);
         }
+    }
+
+    /// The executing task `t` leaves guest code on `cpu` for `d` (a PLE exit, or a host
+    /// interruption, engine/noise.rs): it stays on the pCPU, makes no guest progress, and
+    /// the time is its overhead; at the end `end_ple_exit` takes it back into the guest.
+    /// Returns when that is.
+    pub(super) fn begin_exit(&mut self, t: TaskId, cpu: CpuId, d: SimDuration) -> SimTime {
+        let now = self.st.now;
+        let until = now + d;
+        let task = &mut self.st.tasks[t as usize];
+        task.end_spin(now);
+        task.executing = false;
+        task.exit_until = Some(until);
+        task.c.overhead_ns += d.ns();
+        self.st.cpus[cpu as usize].guest_at = Some(until);
+        self.rearm(cpu);
+        until
     }
 
     /// A unicast fixed IPI from vCPU `s` to vCPU `r` is delivered (IPI-aware yield).
