@@ -1,16 +1,25 @@
 #!/bin/bash
 # usage: CARGO_PROFILE_RELEASE_LTO=false cargo build --release -p vcpulab-core --example run && scripts/noise_bench.sh
-# events/s with and without [host.noise] (the shipped profile's values) on the bench shapes
+# events/s with and without host noise on the bench shapes: "on" is the default noise, or
+# NOISE_PROFILE=1 for the shipped profile's values; "off" is [host.noise] enabled = false.
+if [ -n "${NOISE_PROFILE:-}" ]; then
 NOISE='[host.noise]
 interrupt_rate = 3163
 interrupt_duration = { dist = "lognormal", median = "4.99us", sigma = 1.93 }
 housekeeping_rate = 17.7
 housekeeping_run = { dist = "lognormal", median = "14us", sigma = 2.16 }
 '
+else
+NOISE=''
+fi
+OFF='[host.noise]
+enabled = false
+'
 for f in benches/rr-overcommit/p4-v16.toml benches/rr-overcommit/p64-v512.toml benches/ple/eevdf-p6.toml benches/ple/eevdf-p64.toml benches/xen/credit-p8.toml benches/xen/credit-p64.toml benches/xen/flms-p64.toml; do
   b=${TMPDIR:-/tmp}/nb-$(basename $f .toml)
-  cp $f $b-off.toml
-  python3 - "$f" "$b-on.toml" "$NOISE" <<'PY'
+  for v in on off; do
+  if [ $v = on ]; then table=$NOISE; else table=$OFF; fi
+  python3 - "$f" "$b-$v.toml" "$table" <<'PY'
 import sys, re
 s = open(sys.argv[1]).read()
 # insert the noise table right after the [host] table's keys
@@ -19,6 +28,7 @@ j = s.find("\n[", i + 1)
 s = s[:j + 1] + sys.argv[3] + s[j + 1:]
 open(sys.argv[2], "w").write(s)
 PY
+  done
   for v in off on; do
     best=""
     for r in 1 2 3; do

@@ -630,6 +630,12 @@ def scenario_text(
         "[host]",
         f"cores_per_socket = {cpus}",
         "",
+        "# The recorded run lengths already hold the real host's interrupts, and its kernel",
+        "# threads are in the trace (replayed as threads of their own with --others): the",
+        "# model's default noise would count them twice.",
+        "[host.noise]",
+        "enabled = false",
+        "",
         "[scheduler]",
         f"name = {_toml_str(scheduler)}",
     ]

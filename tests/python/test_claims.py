@@ -56,10 +56,10 @@ def test_tables_end_with_the_claims_and_a_summary():
 
 
 def test_a_failed_claim_is_a_finding_unless_strict():
-    claims = json.loads(run_cli("reproduce", "flms-iozone", "--claims", "--json").stdout)
+    claims = json.loads(run_cli("reproduce", "xen-credit2", "--claims", "--json").stdout)
     failed = [c for c in claims if c["verdict"] == "fails"]
-    assert failed, "flms-iozone's write claims fail at 1 MB (models.md); this test needs one failure"
-    strict = run_cli("reproduce", "flms-iozone", "--claims", "--strict")
+    assert failed, "xen-credit2's new-rule-3x-slower-2vcpu-1pcpu fails (models.md); this test needs one failure"
+    strict = run_cli("reproduce", "xen-credit2", "--claims", "--strict")
     assert strict.returncode == 1
     assert f"{len(failed)} claim(s) fail" in strict.stderr
 

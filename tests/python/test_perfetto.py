@@ -96,7 +96,9 @@ def test_perfetto_trace_reads_back_as_the_json_trace(tmp_path):
     assert sorted(cpu_tracks.values()) == sorted(n for (pid, _), n in meta.items() if pid == 0) == [
         "pCPU 0", "pCPU 1"]
     assert sorted(task_tracks.values()) == sorted(n for (pid, _), n in meta.items() if pid == 1)
-    assert len(task_tracks) == 6
+    # 6 vCPUs and the two pCPUs' housekeeping threads (the default host noise)
+    assert len(task_tracks) == 6 + 2
+    assert sorted(n for n in task_tracks.values() if n.startswith("kthread-")) == ["kthread-0", "kthread-1"]
 
     # Slices: per pCPU the same count, names and total time as the JSON's; begins and ends pair up.
     by_uuid_name = {name: uuid for uuid, name in cpu_tracks.items()}
@@ -153,7 +155,7 @@ def test_run_trace_picks_the_format_and_bad_formats_are_refused(tmp_path):
     assert a.returncode == 0, a.stderr
     assert a.stdout == run_cli("run", str(sc), "--json").stdout  # tracing changes nothing
     tracks, events = read_pftrace(pf)
-    assert len(tracks) == 2 + 2 + 6 and any(e["kind"] == "B" for e in events)
+    assert len(tracks) == 2 + 2 + 6 + 2 and any(e["kind"] == "B" for e in events)
     # --trace-format overrides the extension; the JSON stays the default for .json
     forced = tmp_path / "forced.json"
     assert run_cli("run", str(sc), "--trace", str(forced), "--trace-format", "perfetto").returncode == 0

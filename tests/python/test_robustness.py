@@ -13,7 +13,8 @@ import vcpulab
 from conftest import run_cli
 
 EXPERIMENT = "hyperv-root"
-FAMILY = ["seeds+1000", "seeds+2000", "host-1", "host+1", "vm+1", "smt", "noise-swap", "vendor"]
+FAMILY = ["seeds+1000", "seeds+2000", "host-1", "host+1", "vm+1", "smt", "noise-swap", "vendor",
+          "jitter-0", "jitter-0.5ms", "jitter-1ms"]
 
 
 def test_each_claim_gets_a_share_and_its_worst_counterexample_runs(tmp_path: Path):

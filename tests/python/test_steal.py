@@ -22,7 +22,8 @@ SCENARIO = {
     "duration": "2500ms",
     "warmup": "200ms",
     "seed": 1,
-    "host": {"cores_per_socket": 2},
+    # No host noise: its kernel threads would take a share of both pCPUs.
+    "host": {"cores_per_socket": 2, "noise": {"enabled": False}},
     "scheduler": {"name": "cfs"},
     "vm": [
         {"name": "pair", "vcpus": 2, "affinity": "0", "workload": [{"kind": "stress-ng", "threads": 2}]},

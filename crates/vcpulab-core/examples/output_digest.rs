@@ -10,7 +10,9 @@
 //! shapes under `benches/` shortened to 200 ms, and every metric scenario of every case of
 //! every built-in reproduction, each at seeds 1 and 2. `--rows` also writes each
 //! experiment's finished rows with its own seeds (what `vcpulab reproduce --json` prints;
-//! about 3.5 minutes more on one core).
+//! about 3.5 minutes more on one core). `--noise-off` turns the default host noise off
+//! (`[host.noise] enabled = false`) in every scenario that does not set `[host.noise]` or a
+//! host profile itself: the outputs from before the noise was on by default.
 
 use std::path::{Path, PathBuf};
 
@@ -23,10 +25,11 @@ const SEEDS: [u64; 2] = [1, 2];
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(out) = args.first().map(PathBuf::from) else {
-        eprintln!("usage: output_digest OUT_DIR [--rows]");
+        eprintln!("usage: output_digest OUT_DIR [--rows] [--noise-off]");
         std::process::exit(2);
     };
     let rows = args.iter().any(|a| a == "--rows");
+    let noise_off = args.iter().any(|a| a == "--noise-off");
     std::fs::create_dir_all(&out).expect("create the output directory");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let opts = RunOptions {
@@ -59,6 +62,9 @@ fn main() {
         if let Some(d) = duration {
             doc["duration"] = toml::Value::String(d.into());
         }
+        if noise_off {
+            turn_default_noise_off(&mut doc);
+        }
         let sc = match Scenario::from_value(&doc, &file.to_string_lossy()) {
             Ok(sc) => sc,
             Err(e) => {
@@ -80,7 +86,15 @@ fn main() {
                     continue;
                 }
                 seen.push(edits);
-                let sc = repro::metric_scenario(&exp, case, m).expect("a built-in case");
+                let sc = if noise_off {
+                    let text = repro::case_scenario_toml(&exp, &case.id, Some(&m.name))
+                        .expect("a built-in case");
+                    let mut doc: toml::Value = text.parse().expect("a case's scenario parses");
+                    turn_default_noise_off(&mut doc);
+                    Scenario::from_value(&doc, &exp.id).expect("a built-in case")
+                } else {
+                    repro::metric_scenario(&exp, case, m).expect("a built-in case")
+                };
                 for seed in SEEDS {
                     let name = format!(
                         "repro__{}__{}__{}.seed{seed}",
@@ -98,6 +112,19 @@ fn main() {
             std::fs::write(out.join(format!("rows__{}.json", exp.id)), text).unwrap();
         }
     }
+}
+
+/// `[host.noise] enabled = false` in a scenario that leaves its noise to the default.
+fn turn_default_noise_off(doc: &mut toml::Value) {
+    let Some(host) = doc.get_mut("host").and_then(|h| h.as_table_mut()) else {
+        return;
+    };
+    if host.contains_key("noise") || host.contains_key("profile") {
+        return;
+    }
+    let mut t = toml::Table::new();
+    t.insert("enabled".into(), toml::Value::Boolean(false));
+    host.insert("noise".into(), toml::Value::Table(t));
 }
 
 fn toml_files(dir: &Path) -> Vec<PathBuf> {

@@ -7,7 +7,7 @@ use vcpulab_core::sched::{CpuId, SchedCtx, Scheduler, TaskId};
 use vcpulab_core::{Error, Scenario};
 
 mod common;
-use common::{checked, scenario, scheduler_names};
+use common::{checked, quiet, scenario, scheduler_names};
 
 fn mixed(sched: &str) -> String {
     format!(
@@ -68,7 +68,7 @@ utilization = 30
 #[test]
 fn no_vcpu_runs_on_two_pcpus_at_once_and_affinity_is_honoured() {
     for s in scheduler_names() {
-        let sc = scenario(&mixed(s));
+        let sc = scenario(&quiet(&mixed(s)));
         run(&sc, None, &checked()).unwrap_or_else(|e| panic!("{s}: {e}"));
     }
 }
@@ -253,7 +253,7 @@ threads = 3
 #[test]
 fn cpu_time_handed_out_never_exceeds_pcpus_times_duration() {
     for s in scheduler_names() {
-        let sum = run(&scenario(&mixed(s)), None, &checked()).unwrap();
+        let sum = run(&scenario(&quiet(&mixed(s))), None, &checked()).unwrap();
         let capacity = sum.host.pcpus as f64 * sum.duration_s;
         let handed: f64 = sum.vms.iter().map(|v| v.cpu_time_s).sum();
         assert!(handed <= capacity + 1e-9, "{s}: {handed} > {capacity}");
@@ -546,7 +546,7 @@ fn fair_class_balances_n_plus_one_hogs_within_ten_percent() {
 #[test]
 fn same_seed_gives_identical_bytes() {
     for s in scheduler_names() {
-        let sc = scenario(&mixed(s));
+        let sc = scenario(&quiet(&mixed(s)));
         let a = summary_json(&run(&sc, None, &RunOptions::default()).unwrap());
         let b = summary_json(&run(&sc, None, &RunOptions::default()).unwrap());
         assert_eq!(a, b, "{s}: two runs differ");
@@ -839,7 +839,7 @@ fn traced(sc: &Scenario) -> (vcpulab_core::api::RunOutput, Vec<serde_json::Value
 #[test]
 fn trace_slices_do_not_overlap_and_add_up_to_cpu_time() {
     for s in scheduler_names() {
-        let sc = scenario(&mixed(s));
+        let sc = scenario(&quiet(&mixed(s)));
         let (out, events) = traced(&sc);
         let mut per_cpu: std::collections::BTreeMap<u64, Vec<(f64, f64)>> = Default::default();
         let mut per_task: std::collections::BTreeMap<(String, u64), f64> = Default::default();
@@ -900,13 +900,14 @@ fn trace_slices_do_not_overlap_and_add_up_to_cpu_time() {
 /// traced run time equals their cpu_time_s.
 #[test]
 fn trace_names_host_threads_and_adds_up_their_cpu_time() {
-    let sc = scenario(
+    // Without host noise: its housekeeping threads would add tracks of their own.
+    let sc = scenario(&quiet(
         "duration = \"1s\"\n[host]\ncores_per_socket = 2\n[scheduler]\nname = \"cfs\"\n\
          [[vm]]\nname = \"g\"\nvcpus = 1\n[[vm.workload]]\nkind = \"program\"\n\
          ops = [ { op = \"compute\", duration = \"3ms\" }, { op = \"sleep\", duration = \"2ms\" } ]\n\
          [[host_thread]]\nname = \"iothread\"\nvm = \"g\"\nworkload = { kind = \"program\", ops = [ { op = \"compute\", duration = \"1ms\" }, { op = \"sleep\", duration = \"4ms\" } ] }\n\
          [[host_thread]]\nname = \"housekeeping\"\nworkload = { kind = \"program\", ops = [ { op = \"compute\", duration = \"2ms\" }, { op = \"sleep\", duration = \"8ms\" } ] }\n",
-    );
+    ));
     let (out, events) = traced(&sc);
     let track_names: Vec<&str> = events
         .iter()
@@ -945,11 +946,12 @@ fn trace_names_host_threads_and_adds_up_their_cpu_time() {
 /// A sibling that halts stops sharing the core: the remaining thread runs at full speed.
 /// Both run at smt_throughput / 2 = 0.625 while both are busy; the sibling's 1 ms of work
 /// ends at 1.6 ms, and the other's 10 ms of work then finishes 9 ms later (at 10.6 ms),
-/// not at 16 ms as if the halted sibling still shared the core.
+/// not at 16 ms as if the halted sibling still shared the core. (No host noise: exact
+/// times.)
 #[test]
 fn a_halted_smt_sibling_frees_the_core() {
     let text = "duration = \"1s\"\n[host]\ncores_per_socket = 1\nthreads_per_core = 2\nsmt_throughput = 1.25\n\
-                [host.costs]\ncontext_switch = \"0s\"\n[scheduler]\nname = \"cfs\"\n\
+                [host.noise]\nenabled = false\n[host.costs]\ncontext_switch = \"0s\"\n[scheduler]\nname = \"cfs\"\n\
                 [[vm]]\nname = \"long\"\nvcpus = 1\naffinity = \"0\"\n[[vm.workload]]\nkind = \"program\"\n\
                 ops = [ { op = \"compute\", duration = \"10ms\" }, { op = \"sleep\", duration = \"10s\" } ]\n\
                 [[vm]]\nname = \"short\"\nvcpus = 1\naffinity = \"1\"\n[[vm.workload]]\nkind = \"program\"\n\
@@ -1006,7 +1008,7 @@ ops = [{{ op = "sleep", duration = "572us" }}, {{ op = "compute", duration = "22
 fn the_fair_tick_fires_every_period_whatever_the_switches_between_ticks() {
     for sched in ["eevdf", "cfs"] {
         let timers = |grid| {
-            let sc = scenario(&busy_beside_a_frequent_waker(sched, grid));
+            let sc = scenario(&quiet(&busy_beside_a_frequent_waker(sched, grid)));
             run(&sc, None, &checked())
                 .unwrap()
                 .event_counts

@@ -2,6 +2,7 @@
 //! cost does to a lock handoff and an IPI round trip, and that a profile's values arrive.
 
 use vcpulab_core::api::{run, RunOptions};
+use vcpulab_core::scenario::NoiseSpec;
 
 mod common;
 use common::{checked, scenario, scenario_err};
@@ -128,8 +129,14 @@ fn a_missing_profile_names_the_key_and_the_shipped_profiles() {
     assert!(e.contains("pvm-xeon-2cpu"), "{e}");
 }
 
-/// One busy vCPU on one pCPU (10 us compute ops) for 1 s, with `noise` as `[host.noise]`.
+/// One busy vCPU on one pCPU (10 us compute ops) for 1 s, with `noise` as `[host.noise]`
+/// and no housekeeping thread (`housekeeping_rate = 0`) unless `noise` names one.
 fn busy_with_noise(noise: &str, seed: u64) -> String {
+    let housekeeping = if noise.contains("housekeeping") {
+        ""
+    } else {
+        "housekeeping_rate = 0"
+    };
     format!(
         r#"
 duration = "1s"
@@ -137,6 +144,7 @@ seed = {seed}
 [host]
 cores_per_socket = 1
 [host.noise]
+{housekeeping}
 {noise}
 [scheduler]
 name = "eevdf"
@@ -187,17 +195,57 @@ fn noise_is_its_own_seeded_stream_and_disabled_noise_is_no_noise() {
         "enabled = false\ninterrupt_rate = 500\ninterrupt_duration = \"5us\"",
         3,
     );
-    let none = busy_with_noise("", 3).replace("[host.noise]\n", "");
     let off = vcpulab_core::api::summary_json(&run(&scenario(&off), None, &checked()).unwrap());
-    let none = vcpulab_core::api::summary_json(&run(&scenario(&none), None, &checked()).unwrap());
-    assert_eq!(off, none);
     assert!(!off.contains("\"noise\""));
+    // Without the table a host has the default noise (interruptions and, on this Linux
+    // host, housekeeping threads); `enabled = false` alone removes both.
+    let default = busy_with_noise("", 3).replace("[host.noise]\nhousekeeping_rate = 0\n", "");
+    let sc = scenario(&default);
+    assert_eq!(sc.host.noise, Some(NoiseSpec::host_default()));
+    assert_eq!(sc.host_threads.len(), 1);
+    let default = vcpulab_core::api::summary_json(&run(&sc, None, &checked()).unwrap());
+    assert!(default.contains("\"noise\""));
+    let off_alone = busy_with_noise("enabled = false", 3);
+    let off_alone =
+        vcpulab_core::api::summary_json(&run(&scenario(&off_alone), None, &checked()).unwrap());
+    assert_eq!(off, off_alone);
+}
+
+/// The default noise is the measured one (scenario.rs, DEFAULT_INTERRUPT_*): on a busy
+/// pCPU, its rate and about 0.3 % of the time (rate x mean, the mean of a log-normal being
+/// median x exp(sigma^2 / 2)); on an idle host, no interruption and no event at all.
+#[test]
+fn default_noise_interrupts_busy_pcpus_only() {
+    let busy = scenario(&busy_with_noise("", 5));
+    let s = run(&busy, None, &checked()).unwrap();
+    let n = s.host.noise.as_ref().expect("noise summary");
+    // Poisson at 285/s over 1 s: 285 +- 3 sd (sd ~17).
+    assert!((235..=335).contains(&n.interruptions), "{n:?}");
+    let mean = 9.21e-6 * (0.55f64 * 0.55 / 2.0).exp();
+    let expect = n.interruptions as f64 * mean;
+    assert!(
+        (n.lost_time_s - expect).abs() / expect < 0.25,
+        "{n:?} vs {expect}"
+    );
+    let idle = scenario(
+        "duration = \"100s\"\n[host]\ncores_per_socket = 4\n[host.noise]\nhousekeeping_rate = 0\n\
+         [scheduler]\nname = \"eevdf\"\n[[vm]]\nname = \"idle\"\nvcpus = 4\n",
+    );
+    assert!(idle.host.noise.is_some());
+    let s = run(&idle, None, &checked()).unwrap();
+    assert_eq!(s.host.noise.as_ref().unwrap().interruptions, 0);
+    assert!(s.events < 100, "{} events for an idle host", s.events);
 }
 
 #[test]
 fn bad_noise_names_the_key() {
-    let e = scenario_err(&busy_with_noise("interrupt_rate = 500", 1));
-    assert!(e.contains("host.noise.interrupt_duration"), "{e}");
+    // One key alone keeps the default of the other.
+    let sc = scenario(&busy_with_noise("interrupt_rate = 500", 1));
+    let n = sc.host.noise.unwrap();
+    assert_eq!(n.rate_hz, 500.0);
+    assert_eq!(n.duration, NoiseSpec::host_default().duration);
+    let e = scenario_err(&busy_with_noise("interrupt_rate = -1", 1));
+    assert!(e.contains("host.noise.interrupt_rate"), "{e}");
     let e = scenario_err(&busy_with_noise(
         "interrupt_rate = 500\ninterrupt_duration = \"1us\"\nrate = 3",
         1,
@@ -228,7 +276,11 @@ threads = 2
 ops = [{ op = "compute", duration = "10us" }]
 "#;
     let sc = scenario(text);
-    assert!(sc.host.noise.is_none(), "no interruptions were asked for");
+    assert_eq!(
+        sc.host.noise,
+        Some(NoiseSpec::host_default()),
+        "housekeeping keeps the default interruptions"
+    );
     let names: Vec<&str> = sc.host_threads.iter().map(|h| h.name.as_str()).collect();
     assert_eq!(names, ["kthread-0", "kthread-1"]);
     let s = run(&sc, None, &checked()).unwrap();
@@ -248,17 +300,34 @@ ops = [{ op = "compute", duration = "10us" }]
     assert!(e.contains("host.noise.housekeeping_run"), "{e}");
 }
 
-/// scenarios/examples/lockstep.toml with both VMs' `start_jitter`, with or without its
-/// host profile: (app throughput, the app's successful directed yields).
-fn lockstep(jitter: &str, profile: bool) -> (f64, u64) {
+/// The host of scenarios/examples/lockstep.toml: its own, or another `[host]` table.
+#[derive(Clone, Copy)]
+enum LockstepHost {
+    /// As shipped: the default noise.
+    Default,
+    /// `[host.noise] enabled = false`: no noise at all.
+    Quiet,
+    /// The shipped profile of this machine (its measured, heavier noise).
+    Profile,
+}
+
+/// scenarios/examples/lockstep.toml with both VMs' `start_jitter` on `host`: (app
+/// throughput, the app's successful directed yields).
+fn lockstep(jitter: &str, host: LockstepHost) -> (f64, u64) {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../scenarios/examples/lockstep.toml"
     );
     let mut text = std::fs::read_to_string(path).unwrap();
-    if !profile {
-        text = text.replace("profile = \"pvm-xeon-2cpu\"\n", "");
-    }
+    let extra = match host {
+        LockstepHost::Default => "",
+        LockstepHost::Quiet => "[host.noise]\nenabled = false\n",
+        LockstepHost::Profile => "profile = \"pvm-xeon-2cpu\"\n",
+    };
+    text = text.replace(
+        "[host]\ncores_per_socket = 8\n",
+        &format!("[host]\ncores_per_socket = 8\n{extra}"),
+    );
     for vm in ["app", "hog"] {
         text = text.replace(
             &format!("name = \"{vm}\"\nvcpus = 8\n"),
@@ -275,15 +344,23 @@ fn lockstep(jitter: &str, profile: bool) -> (f64, u64) {
 fn with_host_noise_the_lockstep_scenario_no_longer_depends_on_its_start() {
     // Issue 27's "lockstep by accident": without noise the vCPU pairs switch in step and
     // the app's vCPUs run as a gang (no directed yield) unless the start is jittered.
-    let (quiet_0, yields_0) = lockstep("0s", false);
-    let (quiet_1ms, yields_1ms) = lockstep("1ms", false);
+    let (quiet_0, yields_0) = lockstep("0s", LockstepHost::Quiet);
+    let (quiet_1ms, yields_1ms) = lockstep("1ms", LockstepHost::Quiet);
     assert_eq!(yields_0, 0);
     assert!(yields_1ms > 10_000, "{yields_1ms}");
     assert!(quiet_0 > 1.1 * quiet_1ms, "{quiet_0} vs {quiet_1ms}");
-    // With the shipped profile's measured noise (interrupts and kernel threads) both starts
-    // land in the same regime: directed yields in both, throughput within 15%.
-    let (noisy_0, y0) = lockstep("0s", true);
-    let (noisy_1ms, y1) = lockstep("1ms", true);
+    // With the default noise the kernel threads shift the pairs' phases: directed yields
+    // in both starts (the gang regime is gone). Throughput still differs with the start at
+    // this light noise (seed 1: 27.0k at 0 s, 51.1k at 1 ms; over seeds 1-10, 36.6k +- 7.5k
+    // against 45.0k +- 5.8k; docs/models.md, "Noise and lockstep"), so only the regime is
+    // asserted here.
+    let (_, y0) = lockstep("0s", LockstepHost::Default);
+    let (_, y1) = lockstep("1ms", LockstepHost::Default);
+    assert!(y0 > 10_000 && y1 > 10_000, "{y0} {y1}");
+    // With the shipped profile's heavier measured noise, the same regime and throughput
+    // within 15%.
+    let (noisy_0, y0) = lockstep("0s", LockstepHost::Profile);
+    let (noisy_1ms, y1) = lockstep("1ms", LockstepHost::Profile);
     assert!(y0 > 10_000 && y1 > 10_000, "{y0} {y1}");
     assert!(
         (noisy_0 / noisy_1ms - 1.0).abs() < 0.15,

@@ -7,7 +7,7 @@ use common::{counter, run_checked, scenario_err};
 
 /// One pCPU under `scheduler` (its table's other lines in `sched`): VM `svc` (1 vCPU,
 /// idle behaviour `idle`) serves periodic requests every 1 ms, each taking `service`;
-/// `hogs` single-vCPU stress-ng VMs beside it.
+/// `hogs` single-vCPU stress-ng VMs beside it. No host noise: the answers are exact.
 fn serving(scheduler: &str, sched: &str, idle: &str, service: &str, hogs: u32) -> String {
     let mut t = format!(
         r#"duration = "1s"
@@ -15,6 +15,8 @@ warmup = "100ms"
 seed = 1
 [host]
 cores_per_socket = 1
+[host.noise]
+enabled = false
 [scheduler]
 name = "{scheduler}"
 {sched}

@@ -6,7 +6,7 @@ use vcpulab_core::model::Model;
 use vcpulab_core::sched::{CpuId, SchedCtx, Scheduler, TaskId};
 
 mod common;
-use common::{checked, run_checked, scenario, scenario_err as err, scheduler_names};
+use common::{checked, quiet, run_checked, scenario, scenario_err as err, scheduler_names};
 
 /// Pattern 4 of seed 003 with I/O load in the evaluation VM, 10 s.
 fn pattern4(scheduler: &str) -> String {
@@ -58,8 +58,8 @@ workload = {{ kind = "lookbusy", utilization = 30, adaptive = false }}
 #[test]
 fn pinned_and_isolated_threads_and_kemari_stops_hold_under_every_scheduler() {
     for s in scheduler_names() {
-        let sum =
-            run(&scenario(&pattern4(s)), None, &checked()).unwrap_or_else(|e| panic!("{s}: {e}"));
+        let sum = run(&scenario(&quiet(&pattern4(s))), None, &checked())
+            .unwrap_or_else(|e| panic!("{s}: {e}"));
         let eval = &sum.vms[0];
         let ft = eval.ft.as_ref().expect("eval has Kemari");
         assert!(ft.syncs > 0, "{s}: no syncs");
@@ -262,8 +262,11 @@ fn software_ft_reproduction_rows_and_mechanism_relations() {
     // the Kemari thread has writes queued, and a timer waits for the writeback requests
     // in flight: as many as the guest's CFQ lets out, up to the hundred of a whole
     // writeback. The paper has p1 at 6.1x p4; the issue asks for at least 3x.
+    // p3 and p4 place the vCPU and Kemari alike (p4 only moves DRBD); with host noise
+    // their CPUs draw different interruptions, so they agree within 2%, not exactly.
     let p4 = get("p4/io-evalvm");
-    assert_eq!(p4, get("p3/io-evalvm"));
+    let p3 = get("p3/io-evalvm");
+    assert!((p4 / p3 - 1.0).abs() < 0.02, "p4 {p4} ms, p3 {p3} ms");
     for p in ["p1", "p2", "p5"] {
         let apart = get(&format!("{p}/io-evalvm"));
         assert!(apart >= 3.0 * p4, "{p}: {apart} ms, p4 {p4} ms");

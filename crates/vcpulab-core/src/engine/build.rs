@@ -339,7 +339,6 @@ impl<S: Scheduler> Sim<'_, S> {
                 .push(SimTime::ZERO + model.warmup, EventKind::Warmup);
         }
         self.schedule_steal_window(SimTime::ZERO + model.warmup);
-        self.start_noise();
         self.flush();
     }
 }

@@ -269,6 +269,7 @@ impl<S: Scheduler> Sim<'_, S> {
         self.view.state[t as usize] = RunState::Running(cpu);
         self.view.cpu_curr[cpu as usize] = Some(t);
         self.set_busy(cpu, true);
+        self.arm_noise(cpu);
         if cost.ns() == 0 {
             self.begin_exec(t);
         } else {

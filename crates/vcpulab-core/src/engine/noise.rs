@@ -11,6 +11,15 @@
 //! counting). An interruption that finds the pCPU idle, switching, or already in an exit is
 //! absorbed: it costs nothing in the model.
 //!
+//! Only busy pCPUs are interrupted: an idle CPU stops its tick (NO_HZ_IDLE, the default
+//! of every distribution kernel), and a device interrupt that finds it idle would be
+//! absorbed anyway. So a pCPU's process runs while the pCPU is busy: it is armed when a
+//! task is dispatched there, and the first interruption that finds the pCPU idle disarms
+//! it (nothing is scheduled until the next dispatch). A Poisson process is memoryless,
+//! so the interruptions of busy time are those of the process on all the time, and a
+//! run's noise costs events in proportion to its busy time, not to its length times its
+//! pCPUs (an idle host simulated for a year stays cheap).
+//!
 //! Each pCPU draws from its own stream (`["host", "noise", "cpu", i]`), so a run stays
 //! byte-identical per seed, and adding a VM does not move another VM's noise.
 //!
@@ -23,7 +32,7 @@ use super::queue::EventKind;
 use super::{Sim, NONE};
 use crate::rng::Rng;
 use crate::sched::{RunState, Scheduler};
-use crate::time::{SimDuration, SimTime};
+use crate::time::SimDuration;
 use crate::workload::Dist;
 
 /// `[host.noise]` as the engine uses it.
@@ -32,16 +41,19 @@ pub(super) struct Noise {
     duration: Dist,
     /// One stream per pCPU.
     rngs: Vec<Rng>,
+    /// Whether the pCPU's next interruption is in the event queue.
+    armed: Vec<bool>,
 }
 
 impl Noise {
     pub(super) fn new(seed: u64, ncpus: usize, rate_hz: f64, duration: Dist) -> Noise {
-        let rngs = (0..ncpus)
+        let rngs: Vec<Rng> = (0..ncpus)
             .map(|c| Rng::derive(seed, &["host", "noise", "cpu", &c.to_string()]))
             .collect();
         Noise {
             rate_hz,
             duration,
+            armed: vec![false; rngs.len()],
             rngs,
         }
     }
@@ -54,14 +66,17 @@ impl Noise {
 }
 
 impl<S: Scheduler> Sim<'_, S> {
-    /// Schedules every pCPU's first interruption.
-    pub(super) fn start_noise(&mut self) {
+    /// A task was dispatched on `cpu`: its interruptions start, unless one is pending.
+    #[inline]
+    pub(super) fn arm_noise(&mut self, cpu: u32) {
         let st = &mut self.st;
         let Some(n) = st.noise.as_mut() else {
             return;
         };
-        for c in 0..n.rngs.len() {
-            st.q.push(SimTime::ZERO + n.gap(c), EventKind::Noise { cpu: c as u32 });
+        let c = cpu as usize;
+        if !n.armed[c] {
+            n.armed[c] = true;
+            st.q.push(st.now + n.gap(c), EventKind::Noise { cpu });
         }
     }
 
@@ -75,11 +90,16 @@ impl<S: Scheduler> Sim<'_, S> {
             .as_mut()
             .expect("noise events only with [host.noise]");
         let c = cpu as usize;
+        let t = self.st.cpus[c].curr;
+        if t == NONE {
+            // Idle: the tick stops; the next dispatch here arms the process again.
+            n.armed[c] = false;
+            return;
+        }
         let lost = SimDuration(n.duration.sample(&mut n.rngs[c]).round().max(0.0) as u64);
         let next = now + n.gap(c);
         self.st.q.push(next, EventKind::Noise { cpu });
-        let t = self.st.cpus[c].curr;
-        if t == NONE || lost.ns() == 0 {
+        if lost.ns() == 0 {
             return;
         }
         if !self.st.tasks[t as usize].executing

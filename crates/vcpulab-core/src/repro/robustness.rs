@@ -14,6 +14,11 @@
 //! | `smt` | SMT toggled: `threads_per_core` 1 becomes 2, more than 1 becomes 1 |
 //! | `noise-swap` | the noise workload replaced by the experiment's stated alternative |
 //! | `vendor` | `[kvm] vendor` toggled between intel and amd (KVM scenarios only) |
+//! | `jitter-0`, `jitter-0.5ms`, `jitter-1ms` | every VM's `start_jitter` set to 0, 0.5 ms, 1 ms |
+//!
+//! The three jitter perturbations are issue 27's stability check: with host noise on by
+//! default a verdict should not depend on when the vCPUs start; one that does names the
+//! start as its mechanism (lockstep, or a regime the first milliseconds decide).
 //!
 //! **Premises.** A perturbation counts for a claim only if it keeps the claim's premise.
 //! Other seeds keep every premise. A claim of the paper's own figures (`within`) or one
@@ -75,6 +80,9 @@ pub const FAMILY: &[&str] = &[
     "smt",
     "noise-swap",
     "vendor",
+    "jitter-0",
+    "jitter-0.5ms",
+    "jitter-1ms",
 ];
 
 pub(super) fn parse_settings(t: &Table, e: &Experiment) -> Res<Settings> {
@@ -251,6 +259,22 @@ fn apply(id: &str, s: &Settings, doc: &mut toml::Value) -> Result<String, String
             let to = if vendor == "amd" { "intel" } else { "amd" };
             set(doc, "kvm.vendor", toml::Value::String(to.into()))?;
             Ok(format!("KVM vendor {vendor} -> {to}"))
+        }
+        "jitter-0" | "jitter-0.5ms" | "jitter-1ms" => {
+            let to = id.strip_prefix("jitter-").unwrap_or("0");
+            let to = if to == "0" { "0s" } else { to };
+            let n = doc
+                .get("vm")
+                .and_then(toml::Value::as_array)
+                .map_or(0, Vec::len);
+            for i in 0..n {
+                set(
+                    doc,
+                    &format!("vm[{i}].start_jitter"),
+                    toml::Value::String(to.into()),
+                )?;
+            }
+            Ok(format!("every VM's start_jitter -> {to}"))
         }
         other => Err(format!("no perturbation {other:?}")),
     }
@@ -855,9 +879,9 @@ value = 1.0
             &results(&plan, &[("host-1", 0.9), ("vm+1", 0.5)]),
         );
         let c = &rep.claims[0];
-        // 8 perturbations: vendor excluded, smt flips overcommitment: 6 apply.
-        assert_eq!((c.applicable, c.holds, c.fails, c.undecided), (6, 4, 2, 0));
-        assert_eq!(c.share, Some(4.0 / 6.0));
+        // 11 perturbations: vendor excluded, smt flips overcommitment: 9 apply.
+        assert_eq!((c.applicable, c.holds, c.fails, c.undecided), (9, 7, 2, 0));
+        assert_eq!(c.share, Some(7.0 / 9.0));
         let w = c.worst.as_ref().unwrap();
         assert_eq!(w.perturbation, "vm+1", "0.5 is further below 1 than 0.9");
         assert_eq!(w.verdict, "fails");
@@ -917,7 +941,8 @@ value = 1.0
             .unwrap()
             .contains("boom"));
         let c = &rep.claims[0];
-        assert_eq!((c.applicable, c.holds), (5, 5));
+        // 11 less vendor, smt and the failed one.
+        assert_eq!((c.applicable, c.holds), (8, 8));
         assert_eq!(c.share, Some(1.0));
         assert!(c.worst.is_none());
     }

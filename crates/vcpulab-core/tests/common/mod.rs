@@ -49,6 +49,12 @@ pub fn scenario(text: &str) -> vcpulab_core::Scenario {
     vcpulab_core::Scenario::from_toml_str(text, "test.toml").unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// `text` without host noise (`[host.noise] enabled = false`): for a test whose answer
+/// follows exactly from the rules, which an interruption or a kernel thread would blur.
+pub fn quiet(text: &str) -> String {
+    format!("{text}\n[host.noise]\nenabled = false\n")
+}
+
 /// The error a scenario (origin `test.toml`) is refused with.
 pub fn scenario_err(text: &str) -> String {
     vcpulab_core::Scenario::from_toml_str(text, "test.toml")
