@@ -254,15 +254,32 @@ def _ft_table(s: Mapping[str, Any]) -> str:
         rows, right=[False] + [True] * 7)
 
 
-def _host_thread_table(s: Mapping[str, Any]) -> str:
-    """Host threads: replication helpers (Kemari, DRBD), I/O backends, host workloads."""
+def _is_housekeeping(t: Mapping[str, Any]) -> bool:
+    """One of the host's per-pCPU kernel threads that [host.noise] adds (`kthread-<cpu>`)."""
+    name = t["name"]
+    return (name.startswith("kthread-") and name[len("kthread-"):].isdigit()
+            and not t.get("vm") and not t.get("helper"))
+
+
+def _host_thread_table(s: Mapping[str, Any], verbose: bool = False) -> str:
+    """Host threads: replication helpers (Kemari, DRBD), I/O backends, host workloads. The
+    housekeeping threads of the host noise are one row (their sums) unless verbose."""
     rows = []
-    for t in s.get("host_threads") or []:
+    threads = list(s.get("host_threads") or [])
+    kthreads = [t for t in threads if _is_housekeeping(t)]
+    if kthreads and not verbose:
+        threads = [t for t in threads if not _is_housekeeping(t)]
+    for t in threads:
         lat = t.get("job_latency_ms")
         mig = (t.get("migrations") or {}).get("total", 0)
         rows.append([t["name"], t.get("vm") or "-", t.get("helper") or "workload", num(t["cpu_time_s"]),
                      num(t["wait_time_s"]), str(mig), "-" if t.get("jobs") is None else str(t["jobs"]),
                      _ms(lat, "p50"), _ms(lat, "p99")])
+    if kthreads and not verbose:
+        mig = sum((t.get("migrations") or {}).get("total", 0) for t in kthreads)
+        rows.append([f"kthread-0..{len(kthreads) - 1}", "-", "housekeeping",
+                     num(sum(t["cpu_time_s"] for t in kthreads)),
+                     num(sum(t["wait_time_s"] for t in kthreads)), str(mig), "-", "-", "-"])
     if not rows:
         return ""
     return "host threads (jobs: Kemari syncs, DRBD replicated writes)\n" + table(
@@ -282,7 +299,7 @@ def summary_text(s: Mapping[str, Any], verbose: bool = False) -> str:
         "",
         _vm_table(s),
     ]
-    for section in (_workload_table(s), _ple_table(s), _ft_table(s), _host_thread_table(s)):
+    for section in (_workload_table(s), _ple_table(s), _ft_table(s), _host_thread_table(s, verbose)):
         if section:
             out += ["", section]
     h = s["host"]

@@ -13,6 +13,8 @@ import pytest
 
 from conftest import run_cli
 
+from vcpulab._format import num
+
 ROOT = Path(__file__).resolve().parents[2]
 WIDTH = 100
 
@@ -225,12 +227,16 @@ def test_run_on_an_ft_scenario_shows_syncs_stopped_time_and_host_threads(ft_toml
     row = _section(text, "fault tolerance (Kemari)")["eval"]
     assert row[1:3] == [str(ft["syncs"]), f"{ft['paused_time_s']:.3f}"]
     rows = _section(text, "host threads")
-    for t in summary["host_threads"]:
+    helpers = [t for t in summary["host_threads"] if t["helper"]]
+    for t in helpers:
         # thread, VM, role, cpu s, wait s, migrations, jobs
-        # (the host's housekeeping threads, default noise, run a workload and have no jobs)
-        role, jobs = (t["helper"], str(t["jobs"])) if t["helper"] else ("workload", "-")
-        assert rows[t["name"]][2] == role and rows[t["name"]][6] == jobs, rows
-    assert {t["helper"] for t in summary["host_threads"]} == {"kemari", "drbd", None}
+        assert rows[t["name"]][2] == t["helper"] and rows[t["name"]][6] == str(t["jobs"]), rows
+    assert {t["helper"] for t in helpers} == {"kemari", "drbd"}
+    # The host's housekeeping threads (the default noise, one per pCPU): one row of sums.
+    kthreads = [t for t in summary["host_threads"] if not t["helper"]]
+    assert kthreads and all(t["name"].startswith("kthread-") for t in kthreads)
+    row = rows[f"kthread-0..{len(kthreads) - 1}"]
+    assert row[2] == "housekeeping" and row[3] == num(sum(t["cpu_time_s"] for t in kthreads)), row
     assert "0: timer-rt" in text and "1: program" in text
 
 
