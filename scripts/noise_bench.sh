@@ -22,6 +22,8 @@ for f in benches/rr-overcommit/p4-v16.toml benches/rr-overcommit/p64-v512.toml b
   python3 - "$f" "$b-$v.toml" "$table" <<'PY'
 import sys, re
 s = open(sys.argv[1]).read()
+# the shape's own "no noise" (the rr shapes': same model as the reference programs) goes
+s = s.replace("[host.noise]\nenabled = false\n", "")
 # insert the noise table right after the [host] table's keys
 i = s.index("[host]")
 j = s.find("\n[", i + 1)

@@ -14,12 +14,15 @@ from conftest import run_cli
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "scenarios" / "examples" / "rt-app.toml"
 
+# No host noise: the timing checks below are arithmetic on the use case's own durations.
 ONE_VCPU = """\
 name = "rt-app timing"
 duration = "{duration}"
 seed = 1
 [host]
 cores_per_socket = 1
+[host.noise]
+enabled = false
 [scheduler]
 name = "cfs"
 [[vm]]
