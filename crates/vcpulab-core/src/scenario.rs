@@ -190,9 +190,9 @@ const NOISE_KEYS: &[&str] = &[
 /// pCPU) and `interrupt_duration` (a distribution), each defaulting to
 /// [`NoiseSpec::host_default`]'s; `housekeeping_rate` (kernel-thread runs per second per
 /// pCPU) with `housekeeping_run` (a distribution), given together, or
-/// `housekeeping_rate = 0` alone for none (default: [`expand_housekeeping`]'s). Returns the interruptions (None when disabled); the
-/// housekeeping threads were made host threads by [`expand_housekeeping`] before, so here
-/// their keys are only checked.
+/// `housekeeping_rate = 0` alone for none (default: [`expand_housekeeping`]'s). Returns
+/// the interruptions (None when disabled); the housekeeping threads were made host threads
+/// by [`expand_housekeeping`] before, so here their keys are only checked.
 pub(crate) fn parse_noise(t: &Table) -> Res<Option<NoiseSpec>> {
     let enabled = t.opt_bool("enabled")?.unwrap_or(true);
     let default = NoiseSpec::host_default();

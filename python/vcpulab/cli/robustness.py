@@ -20,7 +20,8 @@ examples:
 
 The perturbations: seeds+1000 and seeds+2000 (other seeds), host-1 and host+1 (a core per
 socket less, more), vm+1 (a copy of the noise VM), smt (SMT toggled), noise-swap (the noise
-workload replaced), vendor (KVM intel <-> amd). A perturbation that changes whether a case
+workload replaced), vendor (KVM intel <-> amd), jitter-0, jitter-0.5ms and jitter-1ms (every
+VM's start_jitter set to 0, 0.5 ms, 1 ms). A perturbation that changes whether a case
 the claim reads is overcommitted does not count for that claim; experiments exclude others
 in their [robustness] table. docs/models.md ("Robustness") says more.
 """
