@@ -74,12 +74,16 @@ def reproduce_experiment(
     JSON. ``progress(done, total)`` is called after each run. The output does not depend on
     ``workers``."""
 
-def robustness_plan(experiment: str, seeds: int, seed: Optional[int] = None) -> str:
+def robustness_plan(experiment: str, seeds: int, seed: Optional[int] = None,
+                    perturbations: Optional[list[str]] = None) -> str:
     """The runs of a robustness check of one experiment, as JSON (see
-    ``crates/vcpulab-core/src/repro/robustness.rs``)."""
+    ``crates/vcpulab-core/src/repro/robustness.rs``); ``perturbations``: only these of the
+    family (None: all)."""
 
-def robustness_report(experiment: str, seeds: int, records: str, seed: Optional[int] = None) -> str:
-    """A robustness check's report (JSON) from its runs' records (a JSON list)."""
+def robustness_report(experiment: str, seeds: int, records: str, seed: Optional[int] = None,
+                      perturbations: Optional[list[str]] = None) -> str:
+    """A robustness check's report (JSON) from its runs' records (a JSON list), planned with
+    the same arguments as ``robustness_plan``."""
 
 def reproduce_finish(experiment: str, raw_rows: str) -> str:
     """Normalises an experiment's raw rows (a JSON list) and computes sim / paper."""

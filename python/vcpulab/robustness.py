@@ -33,8 +33,8 @@ DEFAULT_OUT = "robustness-results"
 MANIFEST = "manifest.json"
 
 
-def _plan(experiment: str, seeds: int, seed: Optional[int]) -> dict[str, Any]:
-    return json.loads(_native.robustness_plan(experiment, seeds, seed))
+def _plan(experiment: str, seeds: int, seed: Optional[int], perturbations: Optional[list[str]]) -> dict[str, Any]:
+    return json.loads(_native.robustness_plan(experiment, seeds, seed, perturbations))
 
 
 def _plan_digest(plan: dict[str, Any]) -> str:
@@ -66,21 +66,25 @@ def robustness(
     resume: bool = False,
     progress: bool = False,
     on_run: Optional[Callable[[str, str], None]] = None,
+    perturbations: Optional[Iterable[str]] = None,
 ) -> list[dict[str, Any]]:
     """Runs the robustness check of each named experiment; returns one report per
     experiment (see the module doc and ``repro::robustness::Report``), with each worst
-    counterexample's scenarios written under ``out_dir`` and named by path in the report."""
+    counterexample's scenarios written under ``out_dir`` and named by path in the report.
+    ``perturbations``: only these of the family (default: all of it)."""
     from .sweep import run_tasks
 
     names = list(dict.fromkeys(experiments))
     if not names:
         raise ScenarioError("robustness: name at least one experiment (vcpulab reproduce --list shows them)")
     out_dir = out_dir or DEFAULT_OUT
-    plans = {name: _plan(name, seeds, seed) for name in names}
+    only = list(dict.fromkeys(perturbations)) if perturbations else None
+    plans = {name: _plan(name, seeds, seed, only) for name in names}
     manifest = {
         "experiments": names,
         "seeds": seeds,
         "seed": seed,
+        "perturbations": only,
         "plans_sha256": {n: _plan_digest(p) for n, p in plans.items()},
         "version": _native.version(),
     }
@@ -154,11 +158,30 @@ def robustness(
             rec = json.loads(text)
             rec["run_id"] = run_id
             texts.append(json.dumps(rec))
-        report = json.loads(_native.robustness_report(name, seeds, "[" + ",".join(texts) + "]", seed))
+        report = json.loads(_native.robustness_report(name, seeds, "[" + ",".join(texts) + "]", seed, only))
         _write_counterexamples(report, os.path.join(out_dir, name))
         atomic_write_text(os.path.join(out_dir, name, "report.json"), json.dumps(report, indent=2) + "\n")
         reports.append(report)
     return reports
+
+
+#: The start-jitter perturbations: every VM's start_jitter set to 0, 0.5 ms and 1 ms.
+START_PERTURBATIONS = ("jitter-0", "jitter-0.5ms", "jitter-1ms")
+
+
+def decided_by_start(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The claims of a robustness report that the start alone decides: judged "holds" under
+    one start jitter and "fails" under another (issue 27, part 3). A move to or from
+    "undecided" is within the tolerance: each verdict is taken over the perturbation's seeds
+    with the claim's own margin, so it says the difference is too small to call. Each item:
+    ``{"claim", "verdicts": {perturbation: verdict}}``."""
+    out = []
+    for c in report["claims"]:
+        verdicts = {o["perturbation"]: o["verdict"] for o in c["outcomes"]
+                    if o["perturbation"] in START_PERTURBATIONS}
+        if "holds" in verdicts.values() and "fails" in verdicts.values():
+            out.append({"claim": c["claim"], "verdicts": verdicts})
+    return out
 
 
 def _read_json(path: str) -> dict[str, Any]:

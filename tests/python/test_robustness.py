@@ -83,3 +83,23 @@ def test_bad_requests_say_what_is_allowed(tmp_path: Path):
     p = run_cli("robustness", EXPERIMENT, "--engine", "spark")
     assert p.returncode == 2 and "invalid choice" in p.stderr
     assert "Traceback" not in p.stderr
+    p = run_cli("robustness", EXPERIMENT, "--perturbation", "jitter-2", "--out", str(tmp_path / "y"))
+    assert p.returncode == 2 and 'unknown perturbation "jitter-2"' in p.stderr and "jitter-0.5ms" in p.stderr
+    assert "Traceback" not in p.stderr and not (tmp_path / "y").exists()
+
+
+def test_perturbation_picks_a_part_of_the_family(tmp_path: Path):
+    out = tmp_path / "robust"
+    p = run_cli("robustness", EXPERIMENT, "--json", "--out", str(out), "--workers", "2",
+                "--perturbation", "jitter-1ms", "--perturbation", "seeds+1000", timeout=600)
+    assert p.returncode == 0, p.stderr
+    (report,) = json.loads(p.stdout)
+    # In the family's order, whatever the order asked.
+    assert [x["id"] for x in report["perturbations"]] == ["seeds+1000", "jitter-1ms"]
+    for c in report["claims"]:
+        assert [o["perturbation"] for o in c["outcomes"]] == ["seeds+1000", "jitter-1ms"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["perturbations"] == ["jitter-1ms", "seeds+1000"]
+    # Resuming with another part of the family would mix two plans.
+    p = run_cli("robustness", EXPERIMENT, "--out", str(out), "--resume", "--perturbation", "jitter-0")
+    assert p.returncode == 2 and "planned differently" in p.stderr

@@ -301,28 +301,31 @@ pub fn reproduce_json(
 
 /// The runs of a robustness check of one experiment (see `repro::robustness`), as JSON:
 /// `{"experiment", "seeds", "perturbations": [{"id", "text", "skipped", "flips_overcommit",
-/// "runs": [{"run_id", "perturbation", "case", "seed", "scenario"}]}]}`.
+/// "runs": [{"run_id", "perturbation", "case", "seed", "scenario"}]}]}`. `only`: the
+/// perturbations to plan (empty: the whole family).
 pub fn robustness_plan_json(
     experiment: &str,
     seeds: u64,
     seed: Option<u64>,
+    only: &[String],
 ) -> Result<String, Error> {
     let e = crate::repro::find(experiment)?;
-    let plan = crate::repro::robustness::plan(&e, seeds, seed)?;
+    let plan = crate::repro::robustness::plan(&e, seeds, seed, only)?;
     Ok(serde_json::to_string(&plan).unwrap())
 }
 
 /// The robustness report of one experiment from its runs' records (a JSON list of
 /// `{"run_id", "status", "error", "summary"}`, as a sweep writes them), planned again with
-/// the same `seeds` and `seed`.
+/// the same `seeds`, `seed` and `only`.
 pub fn robustness_report_json(
     experiment: &str,
     seeds: u64,
     seed: Option<u64>,
+    only: &[String],
     records_json: &str,
 ) -> Result<String, Error> {
     let e = crate::repro::find(experiment)?;
-    let plan = crate::repro::robustness::plan(&e, seeds, seed)?;
+    let plan = crate::repro::robustness::plan(&e, seeds, seed, only)?;
     let records: Vec<serde_json::Value> = serde_json::from_str(records_json).map_err(|err| {
         Error::NotFound(format!("robustness: records are not a JSON list: {err}"))
     })?;

@@ -311,25 +311,18 @@ enum LockstepHost {
     Profile,
 }
 
-/// scenarios/examples/lockstep.toml with both VMs' `start_jitter` on `host`: (app
-/// throughput, the app's successful directed yields).
+/// scenarios/examples/lockstep.toml with both VMs' `start_jitter` on `host`, at the
+/// file's seed or `seed`: (app throughput, the app's successful directed yields).
 fn lockstep(jitter: &str, host: LockstepHost) -> (f64, u64) {
-    lockstep_measured(jitter, host, false)
+    lockstep_seed(jitter, host, None)
 }
 
-/// [`lockstep`]; `after_2s`: run for 8 s with the first 2 s as warm-up (not measured).
-fn lockstep_measured(jitter: &str, host: LockstepHost, after_2s: bool) -> (f64, u64) {
+fn lockstep_seed(jitter: &str, host: LockstepHost, seed: Option<u64>) -> (f64, u64) {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../scenarios/examples/lockstep.toml"
     );
     let mut text = std::fs::read_to_string(path).unwrap();
-    if after_2s {
-        text = text.replace(
-            "duration = \"2s\"\n",
-            "duration = \"8s\"\nwarmup = \"2s\"\n",
-        );
-    }
     let extra = match host {
         LockstepHost::Default => "",
         LockstepHost::Quiet => "[host.noise]\nenabled = false\n",
@@ -345,7 +338,7 @@ fn lockstep_measured(jitter: &str, host: LockstepHost, after_2s: bool) -> (f64, 
             &format!("name = \"{vm}\"\nvcpus = 8\nstart_jitter = \"{jitter}\"\n"),
         );
     }
-    let s = run(&scenario(&text), None, &RunOptions::default()).unwrap();
+    let s = run(&scenario(&text), seed, &RunOptions::default()).unwrap();
     let app = &s.vms[0];
     let yields = app.vcpus.iter().map(|v| v.yield_successes).sum();
     (app.throughput.unwrap(), yields)
@@ -361,24 +354,37 @@ fn with_host_noise_the_lockstep_scenario_no_longer_depends_on_its_start() {
     assert!(yields_1ms > 10_000, "{yields_1ms}");
     assert!(quiet_0 > 1.1 * quiet_1ms, "{quiet_0} vs {quiet_1ms}");
     // With the default noise the kernel threads shift the pairs' phases: directed yields
-    // in both starts (the gang regime is gone). Over the file's 2 s the throughput still
-    // depends on the start (seed 1: 27.0k at 0 s, 51.1k at 1 ms; seeds 1-10: 36.6k +- 7.5k
-    // against 45.0k +- 5.8k), but only in a transient: measured from 2 s to 8 s, seeds 1-4
-    // give 44.9k and 46.3k on average (docs/models.md, "Noise and lockstep").
+    // in both starts (the gang regime is gone), and over the file's 2 s the mean
+    // throughput of seeds 1-10 within 15% (41.5k at 0 s, 47.3k at 1 ms, 2026-11-27; per
+    // seed it ranges 31-54k at either start: fix (c) sometimes packs the app's vCPUs
+    // onto two or three pCPUs until the balancer spreads them; docs/models.md, "Noise
+    // and lockstep").
     let (_, y0) = lockstep("0s", LockstepHost::Default);
     let (_, y1) = lockstep("1ms", LockstepHost::Default);
     assert!(y0 > 10_000 && y1 > 10_000, "{y0} {y1}");
-    let (late_0, _) = lockstep_measured("0s", LockstepHost::Default, true);
-    let (late_1ms, _) = lockstep_measured("1ms", LockstepHost::Default, true);
-    assert!(
-        (late_0 / late_1ms - 1.0).abs() < 0.15,
-        "{late_0} vs {late_1ms}"
+    let mean = |jitter: &str, host: LockstepHost| {
+        (1..=10)
+            .map(|seed| lockstep_seed(jitter, host, Some(seed)).0)
+            .sum::<f64>()
+            / 10.0
+    };
+    let (mean_0, mean_1ms) = (
+        mean("0s", LockstepHost::Default),
+        mean("1ms", LockstepHost::Default),
     );
-    // With the shipped profile's heavier measured noise, the same regime and throughput
-    // within 15%.
-    let (noisy_0, y0) = lockstep("0s", LockstepHost::Profile);
-    let (noisy_1ms, y1) = lockstep("1ms", LockstepHost::Profile);
+    assert!(
+        (mean_0 / mean_1ms - 1.0).abs() < 0.15,
+        "{mean_0} vs {mean_1ms}"
+    );
+    // With the shipped profile's heavier measured noise: the same regime, and the mean
+    // over seeds 1-10 within 15% (22.9k against 26.3k, 2026-11-27).
+    let (_, y0) = lockstep("0s", LockstepHost::Profile);
+    let (_, y1) = lockstep("1ms", LockstepHost::Profile);
     assert!(y0 > 10_000 && y1 > 10_000, "{y0} {y1}");
+    let (noisy_0, noisy_1ms) = (
+        mean("0s", LockstepHost::Profile),
+        mean("1ms", LockstepHost::Profile),
+    );
     assert!(
         (noisy_0 / noisy_1ms - 1.0).abs() < 0.15,
         "{noisy_0} vs {noisy_1ms}"

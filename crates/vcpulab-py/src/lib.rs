@@ -388,22 +388,30 @@ fn reproduce_experiment(
 
 /// The runs of a robustness check (see `api::robustness_plan_json`), as JSON.
 #[pyfunction]
-#[pyo3(signature = (experiment, seeds, seed=None))]
-fn robustness_plan(experiment: &str, seeds: u64, seed: Option<u64>) -> PyResult<String> {
-    api::robustness_plan_json(experiment, seeds, seed).map_err(to_py)
+#[pyo3(signature = (experiment, seeds, seed=None, perturbations=None))]
+fn robustness_plan(
+    experiment: &str,
+    seeds: u64,
+    seed: Option<u64>,
+    perturbations: Option<Vec<String>>,
+) -> PyResult<String> {
+    api::robustness_plan_json(experiment, seeds, seed, &perturbations.unwrap_or_default())
+        .map_err(to_py)
 }
 
 /// A robustness check's report from its runs' records (JSON list), as JSON.
 #[pyfunction]
-#[pyo3(signature = (experiment, seeds, records, seed=None))]
+#[pyo3(signature = (experiment, seeds, records, seed=None, perturbations=None))]
 fn robustness_report(
     py: Python<'_>,
     experiment: String,
     seeds: u64,
     records: String,
     seed: Option<u64>,
+    perturbations: Option<Vec<String>>,
 ) -> PyResult<String> {
-    py.allow_threads(move || api::robustness_report_json(&experiment, seeds, seed, &records))
+    let only = perturbations.unwrap_or_default();
+    py.allow_threads(move || api::robustness_report_json(&experiment, seeds, seed, &only, &records))
         .map_err(to_py)
 }
 

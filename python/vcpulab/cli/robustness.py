@@ -16,6 +16,7 @@ examples:
   vcpulab robustness kvm-ple-short --json          the reports as JSON on stdout
   vcpulab robustness --all --out robust/           every experiment (long: about 8x reproduce)
   vcpulab robustness flms-io --resume --out robust/  after a kill: skip the finished runs
+  vcpulab robustness --all --perturbation jitter-0 --perturbation jitter-1ms   only these
   vcpulab robustness flms-io --engine ray [--ray-address HOST:PORT]
 
 The perturbations: seeds+1000 and seeds+2000 (other seeds), host-1 and host+1 (a core per
@@ -39,6 +40,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     x.add_argument("--seeds", type=positive_int, metavar="N", default=5,
                    help="seeds per case and perturbation (default and least: 5)")
     x.add_argument("--seed", type=seed, metavar="N", help="the first seed (default: each scenario's)")
+    x.add_argument("--perturbation", action="append", metavar="ID",
+                   help="only this perturbation (repeatable; default: the whole family, listed below)")
     x.add_argument("--engine", choices=["local", "ray"], default="local",
                    help="local: a pool of worker processes (default); ray: Ray tasks (pip install 'vcpulab[ray]')")
     x.add_argument("--workers", type=positive_int, metavar="N",
@@ -69,7 +72,7 @@ def cmd_robustness(args: argparse.Namespace) -> int:
     try:
         reports = robustness(names, out_dir=args.out, seeds=args.seeds, seed=args.seed, engine=args.engine,
                              workers=args.workers, ray_address=args.ray_address, resume=args.resume,
-                             progress=progress)
+                             progress=progress, perturbations=args.perturbation)
     except KeyboardInterrupt:
         err(f"vcpulab: the finished runs are recorded in {args.out or DEFAULT_OUT}/; continue with --resume")
         raise

@@ -328,13 +328,28 @@ pub struct Plan {
     pub perturbations: Vec<PlannedPerturbation>,
 }
 
-/// Plans the robustness check of `exp`: every perturbation of [`FAMILY`], each with its
-/// runs (every case and metric group, `seeds` seeds from the scenario's, or `first_seed`).
-pub fn plan(exp: &Experiment, seeds: u64, first_seed: Option<u64>) -> Result<Plan, Error> {
+/// Plans the robustness check of `exp`: every perturbation of [`FAMILY`] (or those `only`
+/// names, when it names any), each with its runs (every case and metric group, `seeds`
+/// seeds from the scenario's, or `first_seed`).
+pub fn plan(
+    exp: &Experiment,
+    seeds: u64,
+    first_seed: Option<u64>,
+    only: &[String],
+) -> Result<Plan, Error> {
+    if let Some(bad) = only.iter().find(|o| !FAMILY.contains(&o.as_str())) {
+        return Err(Error::NotFound(format!(
+            "robustness: unknown perturbation {bad:?}; available: {}",
+            FAMILY.join(", ")
+        )));
+    }
     let seeds = seeds.max(MIN_VERDICT_SEEDS);
     let groups = run::metric_groups(exp);
     let mut out = Vec::new();
     for id in FAMILY {
+        if !only.is_empty() && !only.iter().any(|o| o == id) {
+            continue;
+        }
         let mut p = PlannedPerturbation {
             id: id.to_string(),
             text: String::new(),
@@ -792,7 +807,7 @@ value = 1.0
     #[test]
     fn the_family_is_planned_with_its_edits_and_exclusions() {
         let e = experiment(NOISE);
-        let plan = plan(&e, 3, None).unwrap();
+        let plan = plan(&e, 3, None, &[]).unwrap();
         assert_eq!(
             plan.seeds, MIN_VERDICT_SEEDS,
             "fewer seeds than a verdict needs are raised"
@@ -842,7 +857,7 @@ value = 1.0
     }
 
     fn plan_of(e: &Experiment) -> Plan {
-        plan(e, 5, None).unwrap()
+        plan(e, 5, None, &[]).unwrap()
     }
 
     /// Fabricated summaries: fix beats base by `gain` under every perturbation but the
@@ -972,7 +987,7 @@ value = 1.0
     #[test]
     fn every_built_in_experiment_plans_its_family() {
         for e in super::super::experiments() {
-            let p = plan(&e, 5, None).unwrap();
+            let p = plan(&e, 5, None, &[]).unwrap();
             let ran = p
                 .perturbations
                 .iter()

@@ -30,8 +30,9 @@
 //! - Load balancing: a pCPU about to idle pulls a queued task from the busiest pCPU,
 //!   innermost domain first (SMT, socket, machine), skipping cache-hot tasks (ran within
 //!   `migration_cost` 0.5 ms); busy pCPUs balance each domain every weight x 32 ms
-//!   (busy_factor) when the busiest exceeds them by imbalance_pct (110/117/125%); an
-//!   overloaded pCPU kicks an idle one to pull (nohz idle balance).
+//!   (busy_factor) when the busiest exceeds them by imbalance_pct (110/117/125%), a domain
+//!   no wider than its child excepted (`sd_parent_degenerate`); an overloaded pCPU kicks an
+//!   idle one to pull (nohz idle balance).
 //! - Group scheduling (`group_per_vm`): each VM is a cgroup; its group entity on each pCPU
 //!   weighs shares x (its runnable vCPUs there / all its runnable vCPUs).
 //!
@@ -41,7 +42,8 @@
 //! false (libvirt puts each VM in a cgroup: the reproductions set it), `root_host_threads`
 //! true (see `fair.rs`), `gentle_fair_sleepers`
 //! true, `start_debit` true, `wakeup_preemption` true, `tunable_scaling` true, `tick_grid`
-//! true (the tick on one jiffy grid for all pCPUs; see `fair.rs`).
+//! true (the tick on one jiffy grid for all pCPUs; see `fair.rs`), `busy_factor` 32 (4.15's
+//! `sd_init`).
 //!
 //! ## Fixes from the seed papers (the scenario's `[kvm.features]`)
 //! (b) `boost_ignores_vcpu_fairness`: when the spinner and the boosted vCPU share a run
@@ -79,6 +81,7 @@ pub const DESCRIPTION: &str = "Linux 4.15 CFS: vruntime queues, buddies, yield_t
 pub const PARAMS: &[ParamInfo] = &[
     super::fair::CORE_SCHED_PARAM,
     super::fair::TICK_GRID_PARAM,
+    super::fair::busy_factor_param("32"),
     ParamInfo {
         name: "latency",
         kind: ParamKind::Duration,
@@ -172,6 +175,7 @@ pub fn new(p: &Params) -> Fair<Cfs> {
             fork_balance: p.bool("fork_balance"),
             root_host_threads: p.bool("root_host_threads"),
             tick_grid: p.bool(super::fair::TICK_GRID_PARAM.name),
+            busy_factor: p.int("busy_factor") as u64,
         },
     )
 }
@@ -387,6 +391,9 @@ impl super::Registered for Cfs {
     };
     fn build(p: &Params) -> Fair<Cfs> {
         new(p).with_core_sched(p)
+    }
+    fn check_params(t: &crate::reader::Table) -> crate::reader::Res<()> {
+        super::fair::check_busy_factor(t)
     }
     fn event_period(p: &Params) -> Option<crate::time::SimDuration> {
         Some(p.duration("tick").min(p.duration("min_granularity")))

@@ -35,12 +35,15 @@
 //!     6.6's yield) or "6.19" (6.14's buddy, 6.19's forfeit). The key keeps its name
 //!     although the rule now covers the yield too.
 //! - `yield_to` as in core.c (see `cfs`).
-//! - Wake-up placement, load balancing and group scheduling as in `cfs`.
+//! - Wake-up placement, load balancing and group scheduling as in `cfs`, but a busy pCPU
+//!   balances twice as often (`busy_factor` 16, as 6.x's `sd_init`).
 //!
 //! ## Parameters
 //! `base_slice` 0.75 ms (unscaled), `tick` 4 ms, `migration_cost` 0.5 ms, `group_per_vm`
-//! false, `root_host_threads` true (see `fair.rs`), `buddy_rule` "6.14", `tunable_scaling` true, `tick_grid` true (the tick on one
-//! jiffy grid for all pCPUs; see `fair.rs`), `yield_series` "off". The default stays "6.14": it is
+//! false, `root_host_threads` true (see `fair.rs`), `buddy_rule` "6.14", `tunable_scaling`
+//! true, `tick_grid` true (the tick on one jiffy grid for all pCPUs; see `fair.rs`),
+//! `busy_factor` 16 (6.x's `sd_init`; 32 before 2026-11-27, 4.15's value), `yield_series`
+//! "off". The default stays "6.14": it is
 //! what vcpulab modelled before 6.19 existed, and the reproductions were written against
 //! it.
 //!
@@ -90,6 +93,7 @@ pub const DESCRIPTION: &str = "Linux 6.6+ EEVDF: eligibility by lag, earliest vi
 pub const PARAMS: &[ParamInfo] = &[
     super::fair::CORE_SCHED_PARAM,
     super::fair::TICK_GRID_PARAM,
+    super::fair::busy_factor_param("16"),
     ParamInfo {
         name: "base_slice",
         kind: ParamKind::Duration,
@@ -168,6 +172,7 @@ pub fn new(p: &Params) -> Fair<Eevdf> {
             fork_balance: p.bool("fork_balance"),
             root_host_threads: p.bool("root_host_threads"),
             tick_grid: p.bool(super::fair::TICK_GRID_PARAM.name),
+            busy_factor: p.int("busy_factor") as u64,
         },
     )
 }
@@ -202,6 +207,7 @@ pub struct Eevdf {
 
 impl FairPolicy for Eevdf {
     const PLACE_MIGRATED: bool = true;
+    const RELAXED_DETACH: bool = true;
 
     fn scale(&mut self, k: u64) {
         self.base_slice *= k;
@@ -426,6 +432,7 @@ impl super::Registered for Eevdf {
 /// "v3" credits lag so that PICK_BUDDY (6.14+) honours the buddy; the 6.6 rule has no
 /// PICK_BUDDY, so the combination would credit a buddy nobody picks.
 pub fn check_params(t: &Table) -> Res<()> {
+    super::fair::check_busy_factor(t)?;
     let rule = t.opt_str("buddy_rule")?.unwrap_or("6.14");
     if t.opt_str("yield_series")? == Some("v3") && rule == "6.6" {
         return t.err(

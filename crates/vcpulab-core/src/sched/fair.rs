@@ -63,9 +63,13 @@
 //! socket, the machine). A pCPU about to idle pulls one queued task from the busiest pCPU
 //! with two or more runnable, innermost domain first, least recently run task first,
 //! skipping cache-hot ones (ran within `migration_cost`). A busy pCPU balances each domain
-//! every span x 32 ms (busy_factor 32, phases staggered by a tick per pCPU) when the
-//! busiest pCPU's load exceeds its own by imbalance_pct (110/117/125 %), pulling tasks of
-//! hierarchical load (`task_h_load`) up to half the difference; after cache_nice_tries
+//! every span x busy_factor ms (32 in 4.15, 16 in 6.x; phases staggered by a tick per
+//! pCPU) when the busiest pCPU's load exceeds its own by imbalance_pct (110/117/125 %),
+//! pulling tasks of hierarchical load (`task_h_load`) up to half the difference (a task
+//! whose half load exceeds what is left is skipped; EEVDF, as 6.x: whose load shifted
+//! right by the domain's failed attempts does). A domain
+//! spanning the same pCPUs as its child is not balanced: `sd_parent_degenerate` removes it
+//! when the domains are built (a one-socket machine has no machine level). After cache_nice_tries
 //! (0/1/1) failed attempts cache-hot tasks may move too, and two failures later the
 //! busiest pCPU's running task is pushed (active balance). A pulled task may preempt at
 //! once (`attach_task`, `check_preempt_curr`).
@@ -100,7 +104,8 @@
 //! `group_per_vm`, unowned host threads are root-cgroup tasks; false: one group of their
 //! own, vcpulab's model before 2026-11-27), `tunable_scaling` (boolean, true: the policy's
 //! granularities or base slice are multiplied by 1 + ilog2(min(ncpus, 8)),
-//! SCHED_TUNABLESCALING_LOG), `tick_grid` (boolean, true: the tick on its grid; false:
+//! SCHED_TUNABLESCALING_LOG), `busy_factor` (integer 1-1024; 32 for CFS as 4.15, 16 for
+//! EEVDF as 6.x; vcpulab used 32 for both before 2026-11-27), `tick_grid` (boolean, true: the tick on its grid; false:
 //! re-armed a whole tick after every pick, vcpulab's rule before 2026-11-27). CFS only:
 //! `latency` 6 ms, `min_granularity` 0.75 ms, `wakeup_granularity` 1 ms (all unscaled),
 //! `gentle_fair_sleepers`, `start_debit`, `wakeup_preemption` (booleans, true). EEVDF
@@ -171,6 +176,29 @@ pub struct Tunables {
     /// tick, `tick_sched_timer`, with `skew_tick=0`), whatever the switches between ticks;
     /// off: re-armed a whole tick after every pick (vcpulab before 2026-11-27).
     pub tick_grid: bool,
+    /// `sd->busy_factor`: a busy pCPU balances a domain every span ms times this.
+    pub busy_factor: u64,
+}
+
+/// The shared `busy_factor` parameter, with its default per kernel version: 32 in 4.15's
+/// `sd_init` (kernel/sched/topology.c), 16 since "sched/fair: Reduce busy load balance
+/// interval" (Vincent Guittot, 2021; 6.x `sd_init` has 16).
+pub const fn busy_factor_param(default: &'static str) -> super::ParamInfo {
+    super::ParamInfo {
+        name: "busy_factor",
+        kind: super::ParamKind::Int,
+        default,
+        help: "a busy pCPU balances each scheduling domain every (its pCPUs) ms times this (sd->busy_factor: 32 in Linux 4.15, 16 in 6.x); 1-1024",
+    }
+}
+
+/// `busy_factor` within 1..1024 (the kernel's own is 16 or 32; 0 would balance on every
+/// tick, which no kernel does).
+pub fn check_busy_factor(t: &crate::reader::Table) -> crate::reader::Res<()> {
+    if let Some(o) = t.get("busy_factor") {
+        o.u64_in(1, 1024)?;
+    }
+    Ok(())
 }
 
 /// The shared `tick_grid` parameter (see `Tunables::tick_grid` and "Tick" in the header).
@@ -235,6 +263,10 @@ pub trait FairPolicy: Sized {
     /// wake-up (EEVDF: from the lag it keeps) instead of keeping its vruntime relative to
     /// min_vruntime (CFS).
     const PLACE_MIGRATED: bool;
+    /// Whether periodic balancing skips a task whose load shifted right by the domain's
+    /// failed attempts exceeds the imbalance (6.x `detach_tasks`), instead of one whose half
+    /// load does (4.15).
+    const RELAXED_DETACH: bool = false;
     /// Multiplies the policy's time tunables by `k` = 1 + ilog2(min(ncpus, 8)), once at
     /// `init` when `tunable_scaling` is on.
     fn scale(&mut self, k: u64);

@@ -429,6 +429,7 @@ mod tests {
             fork_balance: false,
             root_host_threads: true,
             tick_grid: true,
+            busy_factor: 16,
         };
         let mut f = Fair::new(policy, tun);
         Scheduler::init(&mut f, &mut ctx);

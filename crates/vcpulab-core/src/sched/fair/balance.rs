@@ -98,8 +98,15 @@ impl<P: FairPolicy> Fair<P> {
             if span <= 1 {
                 continue;
             }
-            // Interval: the domain's weight in ms, times busy_factor 32 on a busy pCPU.
-            let interval = SimDuration::from_ms(span) * 32;
+            // A domain spanning the same pCPUs as its child is removed at build time
+            // (`sd_parent_degenerate`): a one-socket machine balances at the socket level
+            // only, with its imbalance_pct and cache_nice_tries. Spans nest, so equal
+            // sizes mean equal spans.
+            if level > 0 && self.domains[cpu as usize][level - 1].len() as u64 == span {
+                continue;
+            }
+            // Interval: the domain's weight in ms, times busy_factor on a busy pCPU.
+            let interval = SimDuration::from_ms(span) * self.tun.busy_factor;
             if now < self.last_balance[cpu as usize][level].plus(interval) {
                 continue;
             }
@@ -134,7 +141,17 @@ impl<P: FairPolicy> Fair<P> {
                 .collect();
             for t in cands {
                 let w = self.task_h_load(t);
-                if w / 2 > imbalance {
+                // How much of the task's load may exceed the imbalance: 4.15 skips a task
+                // whose half load does; 6.x its load shifted right by the failures so far
+                // (`shr_bound(load, nr_balance_failed)`, "sched/fair: Relax constraint on
+                // task's load during load balance", v5.10), so a first attempt is stricter
+                // and later ones looser.
+                let considered = if P::RELAXED_DETACH {
+                    w >> failed.min(63)
+                } else {
+                    w / 2
+                };
+                if considered > imbalance {
                     continue;
                 }
                 self.counters.bump(C_BALANCE_PULL);

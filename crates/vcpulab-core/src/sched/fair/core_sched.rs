@@ -479,6 +479,7 @@ mod tests {
             fork_balance: false,
             root_host_threads: true,
             tick_grid: true,
+            busy_factor: 32,
         };
         let mut f = Fair::new(policy, tun);
         f.core = Some(Box::new(CoreSched::new(mode)));

@@ -40,6 +40,7 @@ fn tunables() -> Tunables {
         fork_balance: true,
         root_host_threads: true,
         tick_grid: true,
+        busy_factor: 32,
     }
 }
 
