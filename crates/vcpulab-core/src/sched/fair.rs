@@ -59,20 +59,19 @@
 //! the target waits on the yielder's own queue; (c) `migrate_to_yielder` first moves the
 //! target there.
 //!
-//! **Load balancing** over three scheduling domains per pCPU (its SMT siblings, its
-//! socket, the machine). A pCPU about to idle pulls one queued task from the busiest pCPU
-//! with two or more runnable, innermost domain first, least recently run task first,
-//! skipping cache-hot ones (ran within `migration_cost`). A busy pCPU balances each domain
-//! every span x busy_factor ms (32 in 4.15, 16 in 6.x; phases staggered by a tick per
-//! pCPU) when the busiest pCPU's load exceeds its own by imbalance_pct (110/117/125 %),
-//! pulling tasks of hierarchical load (`task_h_load`) up to half the difference (a task
-//! whose half load exceeds what is left is skipped; EEVDF, as 6.x: whose load shifted
-//! right by the domain's failed attempts does). A domain
-//! spanning the same pCPUs as its child is not balanced: `sd_parent_degenerate` removes it
-//! when the domains are built (a one-socket machine has no machine level). After cache_nice_tries
-//! (0/1/1) failed attempts cache-hot tasks may move too, and two failures later the
-//! busiest pCPU's running task is pushed (active balance). A pulled task may preempt at
-//! once (`attach_task`, `check_preempt_curr`).
+//! **Load balancing** over three scheduling domains per pCPU (its SMT siblings, its socket,
+//! the machine). A pCPU about to idle pulls one queued task from the busiest pCPU with two
+//! or more runnable, innermost domain first, least recently run task first, skipping
+//! cache-hot ones (ran within `migration_cost`). A busy pCPU balances each domain every
+//! span x busy_factor ms (32 in 4.15, 16 in 6.x; phases staggered by a tick per pCPU) when
+//! the busiest pCPU's load exceeds its own by imbalance_pct (110/117/125 %), pulling tasks
+//! of hierarchical load (`task_h_load`) up to half the difference (a task whose half load
+//! exceeds what is left is skipped; EEVDF, as 6.x: whose load shifted right by the domain's
+//! failed attempts does). A domain spanning the same pCPUs as its child is not balanced:
+//! `sd_parent_degenerate` removes it when the domains are built (a one-socket machine has
+//! no machine level). After cache_nice_tries (0/1/1) failed attempts cache-hot tasks may
+//! move too, and two failures later the busiest pCPU's running task is pushed (active
+//! balance). A pulled task may preempt at once (`attach_task`, `check_preempt_curr`).
 //!
 //! ## Policy: where CFS and EEVDF differ (`FairPolicy`)
 //! - **Pick** (`pick_next_entity`). CFS: the leftmost vruntime, or the next, last or skip
@@ -105,12 +104,13 @@
 //! own, vcpulab's model before 2026-11-27), `tunable_scaling` (boolean, true: the policy's
 //! granularities or base slice are multiplied by 1 + ilog2(min(ncpus, 8)),
 //! SCHED_TUNABLESCALING_LOG), `busy_factor` (integer 1-1024; 32 for CFS as 4.15, 16 for
-//! EEVDF as 6.x; vcpulab used 32 for both before 2026-11-27), `tick_grid` (boolean, true: the tick on its grid; false:
-//! re-armed a whole tick after every pick, vcpulab's rule before 2026-11-27). CFS only:
-//! `latency` 6 ms, `min_granularity` 0.75 ms, `wakeup_granularity` 1 ms (all unscaled),
-//! `gentle_fair_sleepers`, `start_debit`, `wakeup_preemption` (booleans, true). EEVDF
-//! only: `base_slice` 0.75 ms (unscaled), `buddy_rule` ("6.14", "6.6" or "6.19").
-//! Constants: `NICE_0_LOAD` 1024, `sched_nr_latency` 8.
+//! EEVDF as 6.x; vcpulab used 32 for both before 2026-11-27), `tick_grid` (boolean, true:
+//! the tick on its grid; false: re-armed a whole tick after every pick, vcpulab's rule
+//! before 2026-11-27). CFS only: `latency` 6 ms, `min_granularity` 0.75 ms,
+//! `wakeup_granularity` 1 ms (all unscaled), `gentle_fair_sleepers`, `start_debit`,
+//! `wakeup_preemption` (booleans, true). EEVDF only: `base_slice` 0.75 ms (unscaled),
+//! `buddy_rule` ("6.14", "6.6" or "6.19"). Constants: `NICE_0_LOAD` 1024,
+//! `sched_nr_latency` 8.
 //!
 //! ## Sources
 //! `kernel/time/tick-sched.c` (`tick_sched_timer`, `tick_setup_sched_timer`,
