@@ -34,8 +34,11 @@ def trace_text(
     seed: Optional[int] = None,
     from_ns: int = 0,
     to_ns: int = 18446744073709551615,
+    check_invariants: bool = False,
+    force: bool = False,
 ) -> tuple[str, str]:
-    """Runs a scenario; returns (summary JSON, Chrome JSON trace of the window [from_ns, to_ns])."""
+    """Runs a scenario; returns (summary JSON, Chrome JSON trace of the window [from_ns, to_ns]).
+    ``check_invariants`` and ``force`` as ``run_text``."""
 
 def validate_text(
     text: str, origin: str, format: Literal["toml", "json"] = "toml", force: bool = False

@@ -89,10 +89,12 @@ def trace(
     scenario: ScenarioLike,
     seed: Optional[int] = None,
     window: Optional[tuple[TimeLike, TimeLike]] = None,
+    check_invariants: bool = False,
+    force: bool = False,
 ) -> Trace:
     """Runs a scenario with tracing on; ``window = (from, to)`` (ns or duration strings such as
     ``("1s", "1.2s")``, either may be None) limits what is recorded. The summary is the
-    same as :func:`vcpulab.run` gives."""
+    same as :func:`vcpulab.run` gives; ``check_invariants`` and ``force`` as there."""
     seed = check_seed(seed)
     lo, hi = window if window is not None else (None, None)
     from_ns = parse_time(lo, "window start")
@@ -102,7 +104,7 @@ def trace(
     if to_ns <= from_ns:
         raise ValueError(f"empty trace window: end ({hi}) is not after start ({lo})")
     text, origin, fmt = _scenario_text(scenario)
-    summary, tr = _native.trace_text(text, origin, fmt, seed, from_ns, to_ns)
+    summary, tr = _native.trace_text(text, origin, fmt, seed, from_ns, to_ns, check_invariants, force)
     return Trace(summary, tr, (from_ns, to_ns))
 
 

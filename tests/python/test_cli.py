@@ -233,6 +233,23 @@ def test_days_long_run_is_refused_up_front_with_force_override(tmp_path: Path):
     assert json.loads(p.stdout)["scenario"] == "year-of-1ns-slices"
 
 
+def test_trace_honours_force_and_check_invariants(tmp_path: Path):
+    # `run --trace` used to run without the two flags: a forced run was refused with a
+    # message asking for --force.
+    f = tmp_path / "long.toml"
+    f.write_text(LONG_IDLE)
+    trace_file = tmp_path / "long.json"
+    p = run_cli("run", str(f), "--trace", str(trace_file))
+    assert p.returncode == 2 and "--force" in p.stderr, p.stderr
+    p = run_cli("run", str(f), "--trace", str(trace_file), "--force", "--check-invariants", "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["scenario"] == "year-of-1ns-slices"
+    assert json.loads(trace_file.read_text())
+    import vcpulab
+
+    assert vcpulab.trace(_toml_dict(LONG_IDLE), force=True, check_invariants=True).result.summary
+
+
 def test_api_run_force():
     import vcpulab
 

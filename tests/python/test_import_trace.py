@@ -209,6 +209,15 @@ def test_others_none_leaves_the_other_tasks_out_and_affinity_all_frees_the_vcpus
         'affinity = ["0-1"]', 'affinity = ["0-1", "0-1", "0-1"]']
 
 
+def test_a_bad_scheduler_is_refused_naming_its_key_and_nothing_is_written(tmp_path, capsys):
+    out = tmp_path / "replay.toml"
+    code, _, err = run_cli(capsys, "import-trace", PERF, "--out", out, "--scheduler", "cfs-typo")
+    assert code == 2
+    assert "scheduler.name" in err and "cfs-typo" in err and "nothing written" in err, err
+    assert "Traceback" not in err
+    assert not out.exists()
+
+
 def test_others_per_task_replays_each_other_task_with_its_nice_level(tmp_path, capsys):
     out = tmp_path / "replay.toml"
     code, _, err = run_cli(capsys, "import-trace", PERF, "--out", out, "--others", "per-task")

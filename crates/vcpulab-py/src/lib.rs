@@ -258,9 +258,11 @@ fn run_text(
     .map_err(|e| interrupts.to_py(e))
 }
 
-/// Runs a scenario and returns (summary JSON, Chrome JSON trace of [from_ns, to_ns]).
+/// Runs a scenario and returns (summary JSON, Chrome JSON trace of [from_ns, to_ns]);
+/// `check_invariants` and `force` as `run_text`.
 #[pyfunction]
-#[pyo3(signature = (text, origin, format="toml", seed=None, from_ns=0, to_ns=u64::MAX))]
+#[pyo3(signature = (text, origin, format="toml", seed=None, from_ns=0, to_ns=u64::MAX, check_invariants=false, force=false))]
+#[allow(clippy::too_many_arguments)]
 fn trace_text(
     py: Python<'_>,
     text: String,
@@ -269,6 +271,8 @@ fn trace_text(
     seed: Option<u64>,
     from_ns: u64,
     to_ns: u64,
+    check_invariants: bool,
+    force: bool,
 ) -> PyResult<(String, String)> {
     let format = format.to_string();
     let interrupts = Interrupts::new(py);
@@ -277,6 +281,8 @@ fn trace_text(
         let sc = parse(&text, &origin, &format)?;
         let opts = RunOptions {
             trace_window: Some((from_ns, to_ns)),
+            check_invariants,
+            force,
             stop,
             ..Default::default()
         };

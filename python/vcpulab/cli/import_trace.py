@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from .._native import ScenarioError
 from ._common import EXIT_OK, RAW, CliError, err, out, positive_int, seed
 
 IMPORT_EPILOG = """\
@@ -94,15 +95,21 @@ def cmd_import_trace(args: argparse.Namespace) -> int:
                             others=rt.other_load(events, tls) if args.others == "per-cpu" else None,
                             other_threads=rt.other_timelines(events, tls) if args.others == "per-task" else (),
                             end=max(e.t_ns for e in events))
+    from .. import _native
+
+    # Checked before anything is written: a bad --scheduler or --affinity is reported with
+    # the key it went to, and leaves no scenario behind. Its size is not checked here (a
+    # long trace may give a run over the event limit; `run --force` still runs it).
+    try:
+        _native.validate_text(text, args.out, "toml", True)
+    except ScenarioError as e:
+        raise CliError(f"{e} (nothing written)") from None
     parent = os.path.dirname(args.out)
     if parent:
         os.makedirs(parent, exist_ok=True)
     from .._files import atomic_write_text
 
     atomic_write_text(args.out, text)
-    from ..api import validate
-
-    validate(args.out)  # a bad --scheduler or --affinity is reported with the key it went to
     span = max(e.t_ns for e in events) - min(x.start for x in tls)
     shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
     err(f"vcpulab: wrote {args.out}: {len(tls)} vCPU(s) ({shown}), {cpus} pCPU(s), {span / 1e6:.1f} ms")

@@ -79,7 +79,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.trace:
         from ..tracing import trace
 
-        tr = trace(args.scenario, seed=args.seed)
+        tr = trace(args.scenario, seed=args.seed, check_invariants=args.check_invariants, force=args.force)
         result = tr.result
         err(write_trace(tr, args.trace, args.trace_format))
     else:
