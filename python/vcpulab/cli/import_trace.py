@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import os
 
-from .._native import ScenarioError
 from ._common import EXIT_OK, RAW, CliError, err, out, positive_int, seed
 
 IMPORT_EPILOG = """\
@@ -102,7 +101,7 @@ def cmd_import_trace(args: argparse.Namespace) -> int:
     # long trace may give a run over the event limit; `run --force` still runs it).
     try:
         _native.validate_text(text, args.out, "toml", True)
-    except ScenarioError as e:
+    except _native.ScenarioError as e:
         raise CliError(f"{e} (nothing written)") from None
     parent = os.path.dirname(args.out)
     if parent:
