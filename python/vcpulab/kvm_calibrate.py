@@ -14,10 +14,17 @@ What is measured, each with its own guest program (none of them is a comparison 
   (``out`` to a port the harness resumes at once; guest program ``null-exit``, 1 vCPU).
   Under PVM this is the world switch the notes put at ~32 us from CPL3. It is what the
   harness's user-space pause-loop exit costs the spinning vCPU: ``[kvm] ple_exit_cost``.
+  The guest stamps the TSC around every exit, so each is also a sample
+  (``exit_round_trip_p50``, ``_mean``, ``_p90``, ``_p99``): the profile gives the cost as
+  a log-normal of that median whose mean is the samples' mean (sigma = sqrt(2 ln(mean /
+  median)), as for the noise below), drawn per exit, instead of a constant (issue 27
+  part 1: latencies as distributions).
 - ``halt_wakeup``: from the moment the harness wakes a vCPU blocked in a halt exit (its
   eventfd write) to guest code running again, median over wake-ups 200 us after each halt
   (guest program ``wake``, 1 vCPU, nothing else running). This is the wake-up's cost to the
-  vCPU before guest code runs: ``[kvm] halt_wakeup_cost``.
+  vCPU before guest code runs: ``[kvm] halt_wakeup_cost``, a log-normal fitted to the
+  samples the same way (``halt_wakeup_p50`` = the median above, ``_mean``, ``_p90``,
+  ``_p99``), drawn per wake-up.
 - ``cacheline_handoff``: one handoff of a cache line between two vCPUs that poll it with
   PAUSE (guest program ``ping-pong``, 2 vCPUs on the 2 CPUs): the lock word's trip from a
   releasing vCPU to a spinning one: ``[host.costs] cacheline_transfer``, which the
@@ -101,6 +108,36 @@ MEASUREMENTS: list[tuple[str, str, list[dict[str, Any]], Callable[[dict[str, Any
     ("slice", "run length of 4 busy vCPU threads (compute, 4 vCPUs; schedstat)",
      [_v("compute", ncs_ns=10_000) for _ in range(4)], _slice_ns),
 ]
+
+
+# Measurements whose every event is also a sample (the guest stamps the TSC around each
+# exit or wake-up): their percentiles and mean become a distribution in the profile.
+LATENCY_DISTRIBUTIONS = {"exit_round_trip": "exit round trip (null-exit samples)",
+                         "halt_wakeup": "halt wake-up (wake samples)"}
+
+
+def _quantile(s: list[float], p: float) -> float:
+    return s[min(len(s) - 1, int(p * (len(s) - 1) + 0.5))]
+
+
+def _latency_stats(key: str, res: dict[str, Any]) -> dict[str, Optional[float]]:
+    """One run's samples of a latency: median, mean, 90th and 99th percentiles (ns)."""
+    s = sorted(x for v in res["vcpus"] for x in v["samples_ns"])
+    if not s:
+        return {}
+    return {f"{key}_p50": _quantile(s, 0.5), f"{key}_mean": statistics.mean(s),
+            f"{key}_p90": _quantile(s, 0.9), f"{key}_p99": _quantile(s, 0.99)}
+
+
+def _lognormal(median: Optional[float], mean: Optional[float]) -> Optional[tuple[float, float]]:
+    """The log-normal of this median whose mean is this mean: (median, sigma), sigma =
+    sqrt(2 ln(mean / median)); so the time the events cost in all (count x mean) is the
+    measured one."""
+    if not median or not mean:
+        return None
+    import math
+
+    return median, (math.sqrt(2 * math.log(mean / median)) if mean > median else 0.0)
 
 
 def _gaps(res: dict[str, Any]) -> dict[str, Optional[float]]:
@@ -208,6 +245,7 @@ def calibrate(duration: str = "1s", repetitions: int = 3, mode: str = "kvm",
     harness = None
     for key, what, vcpus, measure in MEASUREMENTS:
         runs = []
+        dist_runs: dict[str, list[float]] = {}
         for i in range(repetitions):
             if progress:
                 progress(f"{key}: run {i + 1}/{repetitions}")
@@ -216,7 +254,13 @@ def calibrate(duration: str = "1s", repetitions: int = 3, mode: str = "kvm",
             v = measure(res)
             if v is not None:
                 runs.append(v)
+            if key in LATENCY_DISTRIBUTIONS:
+                for k, x in _latency_stats(key, res).items():
+                    if x is not None:
+                        dist_runs.setdefault(k, []).append(x)
         values[key] = _value(what, "ns", runs)
+        for k, xs in dist_runs.items():
+            values[k] = _value(f"{k.rsplit('_', 1)[1]} of one {LATENCY_DISTRIBUTIONS[key]}", "ns", xs)
     gap_runs: dict[str, list[float]] = {k: [] for k in NOISE_WHAT}
     ncpus = _ncpus()
     for i in range(repetitions):
@@ -306,10 +350,13 @@ def profile_toml(cal: dict[str, Any], command: str, name: str) -> str:
                       "  # housekeeping_p50; sqrt(2 ln(housekeeping_mean / housekeeping_p50))"]
         lines.append("")
     kv = []
-    if val("exit_round_trip") is not None:
-        kv.append(f"ple_exit_cost = {q(_dur(val('exit_round_trip')))}  # exit_round_trip")
-    if val("halt_wakeup") is not None:
-        kv.append(f"halt_wakeup_cost = {q(_dur(val('halt_wakeup')))}  # halt_wakeup")
+    for kvm_key, key in (("ple_exit_cost", "exit_round_trip"), ("halt_wakeup_cost", "halt_wakeup")):
+        fit = _lognormal(val(f"{key}_p50"), val(f"{key}_mean"))
+        if fit is not None:
+            kv.append(f"{kvm_key} = {{ dist = \"lognormal\", median = {q(_dur(fit[0]))}, sigma = {fit[1]:.3g} }}"
+                      f"  # {key}_p50; sqrt(2 ln({key}_mean / {key}_p50)); {key}_p90 and _p99 above")
+        elif val(key) is not None:
+            kv.append(f"{kvm_key} = {q(_dur(val(key)))}  # {key}")
     if kv:
         lines += ["[kvm]", *kv, ""]
     return "\n".join(lines)

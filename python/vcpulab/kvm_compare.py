@@ -398,18 +398,21 @@ def simulate(case: dict[str, Any], tick: str, profile: Optional[str] = None,
     return {metric: sim_fn(summary) for metric, _unit, _real_fn, sim_fn in case["rows"]}
 
 
-def gate(names: Optional[list[str]] = None) -> list[dict[str, Any]]:
+def gate(names: Optional[list[str]] = None, profile: Optional[str] = None) -> list[dict[str, Any]]:
     """The simulated side of every (chosen) case against the committed real reference
     (:mod:`vcpulab.kvm_reference`): one row per case and metric with ``real``, ``sim``,
     ``ratio`` (sim / real), ``band`` and ``in_band``. The tick is the reference machine's,
-    not this one's, so the gate gives the same answer on any machine."""
+    not this one's, so the gate gives the same answer on any machine. ``profile``: another
+    host profile for the simulated side (default: the reference's own, ``PROFILE``), to see
+    what a calibration does to the comparison."""
     from . import kvm_reference as ref
 
     chosen = select(names or [])
-    sched = _eevdf_sched(ref.TICK, ref.PROFILE)
+    profile = profile or ref.PROFILE
+    sched = _eevdf_sched(ref.TICK, profile)
     out = []
     for case in chosen:
-        sims = simulate(case, ref.TICK, ref.PROFILE, sched)
+        sims = simulate(case, ref.TICK, profile, sched)
         for rc, metric, unit, real, spread, _runs, band, why in ref.ROWS:
             if rc != case["id"]:
                 continue

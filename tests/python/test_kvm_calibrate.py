@@ -8,6 +8,7 @@ from __future__ import annotations
 import platform
 import sys
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -39,9 +40,10 @@ def _p50_us(sc: dict) -> float:
 @needs_linux
 def test_calibration_programs_run_and_their_profile_reaches_a_simulation(tmp_path):
     cal = kvm_calibrate.calibrate("50ms", 1, mode="threads")
+    latency = {f"{k}_{s}" for k in ("exit_round_trip", "halt_wakeup") for s in ("p50", "mean", "p90", "p99")}
     assert set(cal["values"]) == {"exit_round_trip", "halt_wakeup", "cacheline_handoff", "slice",
                                   "housekeeping_rate", "housekeeping_p50", "housekeeping_mean",
-                                  "noise_rate", "noise_p50", "noise_mean", "noise_p90"}
+                                  "noise_rate", "noise_p50", "noise_mean", "noise_p90"} | latency
     for key, v in cal["values"].items():
         if key.startswith("housekeeping"):
             continue  # a 50 ms run may see no kernel thread run at all
@@ -53,8 +55,12 @@ def test_calibration_programs_run_and_their_profile_reaches_a_simulation(tmp_pat
     assert prof["host"]["noise"]["interrupt_rate"] > 0
     path = tmp_path / "p.toml"
     kvm_calibrate.write_profile(str(path), text)
-    # The halt wake-up the profile records is what a wake-up from a block now costs.
-    wake_us = prof["kvm"]["halt_wakeup_cost"]
+    # The halt wake-up the profile records is what a wake-up from a block now costs: a
+    # log-normal of the measured median, so the median request pays about that median.
+    wake = prof["kvm"]["halt_wakeup_cost"]
+    assert wake["dist"] == "lognormal" and wake["sigma"] >= 0
+    assert prof["kvm"]["ple_exit_cost"]["dist"] == "lognormal"
+    wake_us = wake["median"]
     assert wake_us.endswith(("us", "ns"))
     cost_us = float(wake_us[:-2]) / (1 if wake_us.endswith("us") else 1000)
     plain, profiled = _p50_us(_serve(None)), _p50_us(_serve(str(path)))
@@ -88,6 +94,18 @@ def test_the_cli_writes_a_profile_a_scenario_can_use(tmp_path):
     assert set(prof["kvm"]) == {"ple_exit_cost", "halt_wakeup_cost"}
     assert "cacheline_transfer" in prof["host"]["costs"]
     assert _p50_us(_serve(str(out))) > 1.0
+
+
+def test_the_kept_calibration_with_distributions_draws_its_wake_ups():
+    """The 12:51 calibration (docs/validation.md): its halt wake-up is a log-normal of
+    median 31.6 us, so a request's median latency is that plus the 1 us service, and the
+    draws spread the tail (p90 above the median by far more than the noise alone)."""
+    path = Path(__file__).resolve().parents[2] / "crates" / "vcpulab-core" / "profiles" / "pvm-xeon-2cpu-2026-11-27-1251.toml"
+    prof = tomllib.loads(path.read_text())
+    assert prof["kvm"]["halt_wakeup_cost"] == {"dist": "lognormal", "median": "31.6us", "sigma": 0.675}
+    lat = api.run(_serve(str(path))).summary["vms"][0]["latency_ms"]
+    assert 30 < lat["p50"] * 1e3 < 36
+    assert lat["p90"] * 1e3 > 55  # 31.6 x e^(1.28 x 0.675) = 75 us, less what the histogram rounds
 
 
 def test_calibrate_refuses_bad_flags():

@@ -102,7 +102,9 @@
 //! shrink 2, allow_shrink true (torvalds/linux 2cc2c3cb54de).
 
 use crate::reader::{Res, Table};
+use crate::rng::Rng;
 use crate::time::SimDuration;
+use crate::workload::{parse_dist, Dist};
 
 /// The seed papers' fixes, like Linux's `kernel/sched/features.h`: each switch commented,
 /// defaults are upstream behaviour.
@@ -190,8 +192,9 @@ pub struct KvmSpec {
     pub ple_window: u64,
     pub ple_window_grow: u64,
     pub ple_window_max: u64,
-    /// CPU time a PLE exit costs (VM exit, handler, VM entry).
-    pub ple_exit_cost: SimDuration,
+    /// CPU time a PLE exit costs (VM exit, handler, VM entry), ns: a constant, or a
+    /// distribution drawn per exit ([`draw_cost`]).
+    pub ple_exit_cost: Dist,
     pub features: KvmFeatures,
     pub last_boosted: LastBoostedRule,
     pub halt_poll: HaltPoll,
@@ -213,8 +216,9 @@ pub struct HaltPoll {
     /// (schedule out, wake-up IPI to the idle pCPU, schedule in, VM entry) and a polled
     /// wake-up does not. The kernel documentation puts the saving at "a few
     /// micro-seconds" without a figure, so the default is 0 (not modelled) and a scenario
-    /// that studies it sets it.
-    pub wakeup_cost: SimDuration,
+    /// that studies it sets it. ns: a constant, or a distribution drawn per wake-up
+    /// ([`draw_cost`]).
+    pub wakeup_cost: Dist,
 }
 
 impl Default for HaltPoll {
@@ -224,7 +228,7 @@ impl Default for HaltPoll {
             grow: 2,
             grow_start_ns: 10_000,
             shrink: 0,
-            wakeup_cost: SimDuration::ZERO,
+            wakeup_cost: Dist::Fixed(0.0),
         }
     }
 }
@@ -362,7 +366,7 @@ impl Default for KvmSpec {
             ple_window_max: u32::MAX as u64,
             // A VM exit + entry round trip on Westmere..Cascade Lake is ~0.5-1 us; the
             // handler walk and yield_to add a few hundred ns: 1 us in all.
-            ple_exit_cost: SimDuration::from_us(1),
+            ple_exit_cost: Dist::Fixed(1_000.0),
             features: KvmFeatures::default(),
             last_boosted: LastBoostedRule::Fixed,
             halt_poll: HaltPoll::default(),
@@ -452,8 +456,8 @@ pub fn parse_kvm(t: &Table) -> Res<KvmSpec> {
     if let Some(m) = t.opt_u64("ple_window_max", 1, u64::MAX >> 1)? {
         k.ple_window_max = m;
     }
-    if let Some(c) = t.opt_duration("ple_exit_cost")? {
-        k.ple_exit_cost = c;
+    if let Some(c) = t.get("ple_exit_cost") {
+        k.ple_exit_cost = parse_dist(&c)?;
     }
     if let Some(f) = t.get("features") {
         let ft = f.table()?;
@@ -495,8 +499,8 @@ pub fn parse_kvm(t: &Table) -> Res<KvmSpec> {
     if let Some(v) = t.opt_u64("halt_poll_ns_shrink", 0, 1 << 16)? {
         hp.shrink = v;
     }
-    if let Some(c) = t.opt_duration("halt_wakeup_cost")? {
-        hp.wakeup_cost = c;
+    if let Some(c) = t.get("halt_wakeup_cost") {
+        hp.wakeup_cost = parse_dist(&c)?;
     }
     if t.opt_bool("ipi_aware_yield")? == Some(true) {
         if k.version == KvmVersion::V4_15 {
@@ -730,6 +734,15 @@ pub fn check_candidate(
         }
     }
     Ok(())
+}
+
+/// One event's cost (a PLE exit, a wake-up from a real block), ns. A constant draws
+/// nothing, so a scenario that gives constants keeps its exact trajectory; a distribution
+/// (a host profile's measured latencies, issue 27 part 1) draws from `rng`, the event's
+/// own stream, and is truncated at zero.
+#[inline]
+pub fn draw_cost(cost: &Dist, rng: &mut Rng) -> SimDuration {
+    SimDuration(cost.sample(rng).round().max(0.0) as u64)
 }
 
 /// The next PLE window after an exit (`__grow_ple_window`).

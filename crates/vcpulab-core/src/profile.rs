@@ -63,7 +63,8 @@ pub fn apply(v: &Value, origin: &str) -> Res<Option<Value>> {
 }
 
 /// Inserts the profile's keys the scenario does not set, table by table (`costs`,
-/// `costs.migration`, `noise`). A distribution (`noise.interrupt_duration`) is one value:
+/// `costs.migration`, `noise`). A distribution (`noise.interrupt_duration`,
+/// `kvm.ple_exit_cost`) is one value:
 /// the scenario's replaces the profile's whole.
 fn fill(mine: &mut toml::Table, prof: &toml::Table) {
     for (k, pv) in prof {
@@ -125,7 +126,10 @@ fn check(prof: &Value, source: &str) -> Res<()> {
     if let Some(k) = root.get("kvm") {
         let k = k.table()?;
         for key in KVM_KEYS {
-            k.opt_duration(key)?;
+            // A duration, or a distribution of them (the measured latencies).
+            if let Some(v) = k.get(key) {
+                crate::workload::parse_dist(&v)?;
+            }
         }
         k.finish(KVM_KEYS)?;
     }

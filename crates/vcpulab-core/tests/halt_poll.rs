@@ -159,6 +159,27 @@ fn a_caught_wake_up_skips_the_wakeup_cost() {
     assert_eq!(polled.p50, 0.0);
 }
 
+/// A measured latency is a distribution, not a constant (issue 27 part 1): a log-normal
+/// `halt_wakeup_cost` gives each blocked wake-up its own draw, around the median it is
+/// given, the same draws for the same seed and other draws for another seed.
+#[test]
+fn a_wakeup_cost_distribution_is_drawn_per_wake_up_from_its_own_stream() {
+    let lat = |seed: u64| {
+        let kvm = "[kvm]\nhalt_poll_ns = 0\nhalt_wakeup_cost = { dist = \"lognormal\", median = \"40us\", sigma = 0.5 }";
+        let mut sc = scenario(kvm, "", SHORT_SLEEPS, "");
+        sc.seed = seed;
+        let s = run(&sc, None, &checked()).unwrap();
+        vm_poll(&s, 0).wakeup_latency_ms.clone().unwrap()
+    };
+    let (a, b, c) = (lat(1), lat(1), lat(2));
+    assert_eq!(format!("{a:?}"), format!("{b:?}"));
+    assert_ne!(format!("{a:?}"), format!("{c:?}"));
+    // Median 40 us (the histogram's buckets resolve a few percent); sigma 0.5 puts the
+    // 90th percentile at 40 x e^(1.28 x 0.5) = 76 us.
+    assert!((0.036..=0.044).contains(&a.p50), "{a:?}");
+    assert!(a.p90 > 0.060 && a.p90 < 0.095, "{a:?}");
+}
+
 /// The guest haltpoll governor: the first idle halts (limit 0), the halt of 30 us grows
 /// the limit to 50 us, and from then on every idle period is a guest poll ended by the
 /// timer's wake-up; the vCPU never halts again, so the host never polls (the driver

@@ -282,9 +282,20 @@ fn emit(a: &mut Asm, p: Program) {
             a.jmp(done);
         }
         Program::NullExit => {
-            let top = a.label();
+            // Each round trip is also a sample (TSC ticks from before the exit to after
+            // the re-entry), so a profile can give its distribution, not only its mean.
+            let (top, full) = (a.label(), a.label());
             a.bind(top);
+            a.rdtsc64();
+            a.mov(R15, Rax);
             a.out(PORT_NULL);
+            a.rdtsc64();
+            a.sub(Rax, R15);
+            a.cmp_load(Rdi, m(R8, P_SAMPLES_END));
+            a.jcc(Cond::Ae, full);
+            a.store(m(Rdi, 0), Rax);
+            a.add_imm(Rdi, 8);
+            a.bind(full);
             a.inc(Rsi);
             stop_or(a, top, done);
         }

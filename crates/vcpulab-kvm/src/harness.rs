@@ -219,7 +219,7 @@ pub struct VcpuResult {
     pub wall_s: f64,
     pub spins: u64,
     pub ple_exits: u64,
-    /// Latency samples (wake / timer programs), ns.
+    /// Latency samples (wake / timer programs, the null-exit round trips, the gaps), ns.
     pub samples_ns: Vec<f64>,
     /// schedstat/status deltas over the vCPU thread's run.
     pub cpu_time_s: f64,

@@ -148,7 +148,12 @@ impl VcpuRunner for HostThread {
                 },
                 Program::Idle => {}
                 Program::NullExit => loop {
+                    let before = rdtsc();
                     ctx.on_exit(v, PORT_NULL)?;
+                    if sample_ptr < samples_end {
+                        m.set(sample_ptr, rdtsc().wrapping_sub(before));
+                        sample_ptr += 8;
+                    }
                     ops += 1;
                     if stopped() {
                         break;

@@ -170,12 +170,12 @@ def _kvm_gate(args: argparse.Namespace) -> int:
     from .. import kvm_reference as ref
     from .._format import num, table
 
-    rows = kc.gate(args.cases)
+    rows = kc.gate(args.cases, args.profile)
     if args.json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
     else:
         sys.stdout.write(f"real: measured {ref.MEASURED[:10]} ({ref.KERNEL})\n"
-                         f"sim: eevdf, tick {ref.TICK}, host profile {ref.PROFILE}\n")
+                         f"sim: eevdf, tick {ref.TICK}, host profile {args.profile or ref.PROFILE}\n")
         body = [[r["case"] + (" (held out)" if r["held_out"] else ""), r["metric"], num(r["real"], 4), num(r["sim"], 4),
                  num(r["ratio"], 3), f"{r['band'][0]:g}-{r['band'][1]:g}", "yes" if r["in_band"] else "NO"] for r in rows]
         sys.stdout.write(table(["case", "metric", "real", "sim", "sim/real", "band", "in band"], body,

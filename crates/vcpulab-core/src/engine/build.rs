@@ -276,7 +276,7 @@ impl<'m, S: Scheduler> Sim<'m, S> {
             sched_counters_at_warmup: Vec::new(),
             forced_idle_at_warmup: Vec::new(),
             trace: opts_trace.map(|(a, b)| trace::Tracer::new(SimTime(a), SimTime(b))),
-            kvm: KvmState::new(model, ntasks),
+            kvm: KvmState::new(model, ntasks, seed),
             starvation_bound: None,
             metrics_since: SimTime::ZERO,
             rtapp_timers: Default::default(),

@@ -27,11 +27,12 @@
 
 use super::Sim;
 use crate::kvm::{
-    adjust_halt_poll, grow_window, guest_adjust_limit, guest_should_poll, GuestHaltPoll, GuestIdle,
-    HaltPoll, IpiContext, KvmSpec, Tier, Vendor,
+    adjust_halt_poll, draw_cost, grow_window, guest_adjust_limit, guest_should_poll, GuestHaltPoll,
+    GuestIdle, HaltPoll, IpiContext, KvmSpec, Tier, Vendor,
 };
 use crate::metrics::Histogram;
 use crate::model::Model;
+use crate::rng::Rng;
 use crate::sched::{CpuId, RunState, Scheduler, TaskId, YieldRequest, YieldResult};
 use crate::time::{SimDuration, SimTime};
 use crate::workload::Mode;
@@ -163,10 +164,15 @@ pub(super) struct KvmState {
     pub(super) ipi: Vec<IpiContext>,
     /// Per VM: the IPI-aware handler's decisions (empty when off).
     pub(super) ipi_counts: Vec<IpiAwareCounts>,
+    /// Per task: the streams its PLE exit costs and wake-up costs are drawn from
+    /// (`["kvm", "ple_exit", task]`, `["kvm", "halt_wakeup", task]`); a constant cost draws
+    /// nothing from them.
+    exit_rngs: Vec<Rng>,
+    wake_rngs: Vec<Rng>,
 }
 
 impl KvmState {
-    pub(super) fn new(model: &Model, tasks: usize) -> KvmState {
+    pub(super) fn new(model: &Model, tasks: usize, seed: u64) -> KvmState {
         let halt_poll = model.kvm.as_ref().map(|k| k.halt_poll.clone());
         let on = halt_poll.is_some();
         let ncpus = model.host.topo.ncpus();
@@ -206,8 +212,20 @@ impl KvmState {
             } else {
                 Vec::new()
             },
+            exit_rngs: streams(on, seed, "ple_exit", tasks),
+            wake_rngs: streams(on, seed, "halt_wakeup", tasks),
         }
     }
+}
+
+/// One seeded stream per task for a kind of KVM cost (none without `[kvm]`).
+fn streams(on: bool, seed: u64, kind: &str, tasks: usize) -> Vec<Rng> {
+    if !on {
+        return Vec::new();
+    }
+    (0..tasks)
+        .map(|t| Rng::derive(seed, &["kvm", kind, &t.to_string()]))
+        .collect()
 }
 
 impl<S: Scheduler> Sim<'_, S> {
@@ -453,7 +471,9 @@ impl<S: Scheduler> Sim<'_, S> {
         if std::mem::take(&mut p.caught) {
             SimDuration::ZERO
         } else {
-            hp.wakeup_cost
+            let kvm = &mut self.st.kvm;
+            let hp = kvm.halt_poll.as_ref().expect("kvm_vcpu");
+            draw_cost(&hp.wakeup_cost, &mut kvm.wake_rngs[t as usize])
         }
     }
 
@@ -604,7 +624,9 @@ impl<S: Scheduler> Sim<'_, S> {
         task.kv.ple_in_run = true;
         task.kv.streak += 1;
         task.kv.window = grow_window(&k, task.kv.window);
-        task.kv.ple_from = now + k.ple_exit_cost;
+        let exit_cost = draw_cost(&k.ple_exit_cost, &mut self.st.kvm.exit_rngs[t as usize]);
+        let task = &mut self.st.tasks[t as usize];
+        task.kv.ple_from = now + exit_cost;
         let cpu = match self.view.state[t as usize] {
             RunState::Running(c) => c,
             _ => return,
@@ -615,11 +637,11 @@ impl<S: Scheduler> Sim<'_, S> {
         self.kvm_vcpu_on_spin(t, cpu, yield_to_kernel_mode, &k);
         // The exit itself (VM exit, handler, VM entry) takes `ple_exit_cost` of the pCPU
         // without guest progress, unless the handler's yield deschedules the vCPU first.
-        if k.ple_exit_cost.ns() > 0
+        if exit_cost.ns() > 0
             && self.st.tasks[t as usize].executing
             && self.view.state[t as usize] == RunState::Running(cpu)
         {
-            self.begin_exit(t, cpu, k.ple_exit_cost);
+            self.begin_exit(t, cpu, exit_cost);
         }
     }
 
