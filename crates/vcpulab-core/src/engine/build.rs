@@ -272,6 +272,7 @@ impl<'m, S: Scheduler> Sim<'m, S> {
             costs_switch: host.costs.context_switch,
             costs_migration: host.costs.migration,
             costs_ipi: host.costs.ipi,
+            futex_wakers: Vec::new(),
             costs_line: host.costs.cacheline_transfer,
             sched_counters_at_warmup: Vec::new(),
             forced_idle_at_warmup: Vec::new(),

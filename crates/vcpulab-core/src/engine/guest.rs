@@ -8,7 +8,7 @@
 use super::queue::EventKind;
 use super::{Sim, ThState, ThreadId, MAX_ZERO_TIME_LOOPS, NONE, WORK_EPSILON};
 use crate::model::RtOp;
-use crate::sched::{RunState, Scheduler, TaskId};
+use crate::sched::{RunState, Scheduler, TaskId, Waker};
 use crate::time::{u64_as_f64, SimDuration, SimTime};
 use crate::workload::Mode;
 
@@ -121,7 +121,7 @@ impl<S: Scheduler> Sim<'_, S> {
             if remaining <= WORK_EPSILON {
                 self.st.h.op_completions += 1;
                 if release != NONE {
-                    self.release_lock(release);
+                    self.release_lock(release, t);
                 }
                 let th = &mut self.st.threads[cur as usize];
                 th.state = ThState::Ready;
@@ -527,21 +527,33 @@ impl<S: Scheduler> Sim<'_, S> {
     /// thread with disk requests outstanding was woken by a completion, which counts them
     /// down (`io_completed`).
     pub(super) fn wake_thread(&mut self, id: ThreadId) {
+        self.wake_thread_from(id, None)
+    }
+
+    /// `wake_thread` by a running task (`waker`, the task handing the thread work). A
+    /// disk completion is an interrupt and keeps none.
+    pub(super) fn wake_thread_from(&mut self, id: ThreadId, waker: Option<Waker>) {
         let th = &mut self.st.threads[id as usize];
         if th.io_pending > 0 {
             self.io_completed(id);
             return;
         }
         th.state = ThState::Ready;
-        self.make_thread_ready(id);
+        self.make_thread_ready_from(id, waker);
     }
 
     /// A guest thread became runnable (I/O done, timer, request): queue it on its vCPU and
     /// interrupt the vCPU if it is halted.
     pub(super) fn make_thread_ready(&mut self, id: ThreadId) {
+        self.make_thread_ready_from(id, None)
+    }
+
+    /// `make_thread_ready`, a halted vCPU woken on behalf of `waker` (see
+    /// `make_runnable_from`).
+    fn make_thread_ready_from(&mut self, id: ThreadId, waker: Option<Waker>) {
         let t = self.st.threads[id as usize].task;
         if self.st.workloads[self.st.threads[id as usize].workload as usize].rt {
-            self.make_rt_thread_ready(id, t);
+            self.make_rt_thread_ready(id, t, waker);
             return;
         }
         self.st.tasks[t as usize].local.push_back(id);
@@ -553,7 +565,7 @@ impl<S: Scheduler> Sim<'_, S> {
         }
         match self.view.state[t as usize] {
             RunState::Halted if self.vcpu_paused(t) => {}
-            RunState::Halted => self.make_runnable(t),
+            RunState::Halted => self.make_runnable_from(t, waker),
             RunState::Running(_) if self.st.tasks[t as usize].executing => {
                 // A second runnable thread may start the guest time slice.
                 self.settle(t);
@@ -564,7 +576,7 @@ impl<S: Scheduler> Sim<'_, S> {
     }
 
     /// An RT-priority guest thread preempts the vCPU's normal threads at once.
-    fn make_rt_thread_ready(&mut self, id: ThreadId, t: TaskId) {
+    fn make_rt_thread_ready(&mut self, id: ThreadId, t: TaskId, waker: Option<Waker>) {
         if self.guest_poll_woken(t) || self.idle_polling(t) {
             self.st.tasks[t as usize].local.push_front(id);
             self.settle(t);
@@ -587,7 +599,7 @@ impl<S: Scheduler> Sim<'_, S> {
         self.st.tasks[t as usize].local.push_front(id);
         match self.view.state[t as usize] {
             RunState::Halted if self.vcpu_paused(t) => {}
-            RunState::Halted => self.make_runnable(t),
+            RunState::Halted => self.make_runnable_from(t, waker),
             RunState::Running(_) if executing => {
                 if preempt {
                     self.run_guest(t);

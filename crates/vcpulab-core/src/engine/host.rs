@@ -7,7 +7,9 @@
 use super::ple::close_streak;
 use super::queue::EventKind;
 use super::{Sim, ThState, NONE};
-use crate::sched::{CpuId, RunState, SchedCtx, Scheduler, TaskId, YieldRequest, YieldResult};
+use crate::sched::{
+    CpuId, RunState, SchedCtx, Scheduler, TaskId, Waker, YieldRequest, YieldResult,
+};
 use crate::time::SimTime;
 use crate::workload::Mode;
 
@@ -144,7 +146,23 @@ impl<S: Scheduler> Sim<'_, S> {
         }
     }
 
+    /// A wake-up no running task caused (a timer, an interrupt, the run's start).
     pub(super) fn make_runnable(&mut self, t: TaskId) {
+        self.make_runnable_from(t, None)
+    }
+
+    /// The waker of a wake-up task `by` causes: `by` and its pCPU while it runs there
+    /// (None otherwise). For `make_runnable_from`.
+    pub(super) fn waker(&self, by: TaskId) -> Option<Waker> {
+        match self.view.state[by as usize] {
+            RunState::Running(cpu) => Some(Waker { task: by, cpu }),
+            _ => None,
+        }
+    }
+
+    /// `make_runnable` of a wake-up caused by `waker` (the scheduler may place the task
+    /// by it: the fair class's `wake_affine`).
+    pub(super) fn make_runnable_from(&mut self, t: TaskId, waker: Option<Waker>) {
         let now = self.st.now;
         self.trace_instant(t, "wake", None, None);
         self.poll_catches_wake(t);
@@ -157,7 +175,7 @@ impl<S: Scheduler> Sim<'_, S> {
         }
         task.runnable_since = now;
         self.view.state[t as usize] = RunState::Runnable;
-        self.sched.wake(ctx!(self), t);
+        self.sched.wake_from(ctx!(self), t, waker);
         self.apply_out();
     }
 

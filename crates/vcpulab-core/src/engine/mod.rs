@@ -494,6 +494,10 @@ struct State {
     costs_switch: SimDuration,
     costs_migration: [SimDuration; 4],
     costs_ipi: SimDuration,
+    /// Mutex waiters a `futex_wake` made ready at this instant, with the running task that
+    /// woke them (their `ThreadWake` event carries only the thread): the waker the fair
+    /// class's `wake_affine` places a halted vCPU by. Taken by that event.
+    futex_wakers: Vec<(ThreadId, crate::sched::Waker)>,
     /// `[host.costs] cacheline_transfer` (engine/sync.rs).
     costs_line: SimDuration,
     /// `[host.noise]` (engine/noise.rs).
@@ -605,8 +609,12 @@ impl<S: Scheduler> Sim<'_, S> {
                 }
                 EventKind::ThreadWake { thread } => {
                     self.st.h.ev_thread_wake += 1;
+                    let waker = match self.st.futex_wakers.iter().position(|w| w.0 == thread) {
+                        Some(i) => Some(self.st.futex_wakers.swap_remove(i).1),
+                        None => None,
+                    };
                     if !self.ft_write_done_awaits_mutex(thread) {
-                        self.wake_thread(thread);
+                        self.wake_thread_from(thread, waker);
                     }
                 }
                 EventKind::Helper { helper, what } => {

@@ -6,7 +6,7 @@
 use super::queue::EventKind;
 use super::{Sim, ThState, ThreadId, NONE, WORK_EPSILON};
 use crate::model::RtOp;
-use crate::sched::Scheduler;
+use crate::sched::{Scheduler, Waker};
 use crate::time::{SimDuration, SimTime};
 use crate::workload::{Arrivals, Mode, RxPath};
 
@@ -111,7 +111,9 @@ impl<S: Scheduler> Sim<'_, S> {
             if p.outbound {
                 self.complete_request(p.workload, p.arrived);
             } else {
-                self.enqueue_inbound(p);
+                // The backend's thread hands the packet over: it wakes the receiver.
+                let waker = self.waker(self.st.threads[id as usize].task);
+                self.enqueue_inbound_from(p, waker);
             }
         }
         None
@@ -123,12 +125,14 @@ impl<S: Scheduler> Sim<'_, S> {
         let th = &mut self.st.threads[id as usize];
         th.pc += 1;
         if let Some(p) = th.packet.take() {
+            let waker = self.waker(self.st.threads[id as usize].task);
             self.enqueue(
                 p.workload,
                 Packet {
                     received: true,
                     ..p
                 },
+                waker,
             );
         }
         None
@@ -207,24 +211,30 @@ impl<S: Scheduler> Sim<'_, S> {
     /// A request reaches its guest: through the workload's receive path (`rx`) first if
     /// it has one, else straight to the workload.
     pub(super) fn enqueue_inbound(&mut self, p: Packet) {
+        self.enqueue_inbound_from(p, None)
+    }
+
+    /// `enqueue_inbound` by a running task (`waker`: the thread that hands the request
+    /// over; None: the request arrives from outside, by interrupt).
+    fn enqueue_inbound_from(&mut self, p: Packet, waker: Option<Waker>) {
         let rx = self.st.workloads[p.workload as usize].rx_stage;
         if rx != NONE && !p.received {
-            self.enqueue(rx, p);
+            self.enqueue(rx, p, waker);
         } else {
-            self.enqueue(p.workload, p);
+            self.enqueue(p.workload, p, waker);
         }
     }
 
     /// A request reaches its workload `w` (a server, or the backend): hand it to a waiting
     /// thread, which wakes, or queue it.
-    fn enqueue(&mut self, w: u32, p: Packet) {
+    fn enqueue(&mut self, w: u32, p: Packet, waker: Option<Waker>) {
         let wl = &mut self.st.workloads[w as usize];
         match wl.waiting.pop_front() {
             Some(th) => {
                 let t = &mut self.st.threads[th as usize];
                 t.packet = Some(p);
                 t.pc += 1;
-                self.wake_thread(th);
+                self.wake_thread_from(th, waker);
             }
             None => wl.queue.push_back(p),
         }
@@ -233,7 +243,7 @@ impl<S: Scheduler> Sim<'_, S> {
     /// A packet enters the split driver's backend.
     fn send_to_backend(&mut self, p: Packet) {
         self.st.h.backend_packets += 1;
-        self.enqueue(self.st.io_backend, p);
+        self.enqueue(self.st.io_backend, p, None);
     }
 
     /// The response to a request arriving at `arrived` has left the host.

@@ -222,7 +222,8 @@ impl<S: Scheduler> Sim<'_, S> {
         acquired
     }
 
-    pub(super) fn release_lock(&mut self, lock: u32) {
+    /// `by`: the task (vCPU) of the releasing thread, which wakes a halted waiter.
+    pub(super) fn release_lock(&mut self, lock: u32, by: TaskId) {
         let l = &mut self.st.locks[lock as usize];
         l.holder = NONE;
         if l.waiters.is_empty() {
@@ -234,13 +235,16 @@ impl<S: Scheduler> Sim<'_, S> {
                 let next = l.waiters.pop_front().unwrap();
                 l.holder = next;
                 self.kick_if_current(next);
-                self.pv_kick(next);
+                self.pv_kick(next, by);
             }
             LockKind::Mutex => {
                 // futex_wake: the first sleeper becomes ready and tries again when it runs
                 // (the lock stays free meanwhile, as glibc's mutex does not hand over).
                 let w = l.waiters.pop_front().unwrap();
                 let now = self.st.now;
+                if let Some(waker) = self.waker(by) {
+                    self.st.futex_wakers.push((w, waker));
+                }
                 self.st.q.push(now, EventKind::ThreadWake { thread: w });
             }
             LockKind::TestAndSet => {
@@ -265,22 +269,24 @@ impl<S: Scheduler> Sim<'_, S> {
                         .copied()
                         .find(|&w| matches!(threads[w as usize].state, ThState::PvWait { .. }));
                     if let Some(w) = halted {
-                        self.pv_kick(w);
+                        self.pv_kick(w, by);
                     }
                 }
             }
         }
     }
 
-    /// `KVM_HC_KICK_CPU`: wake the vCPU of thread `id` if it is halted in pv_wait.
-    fn pv_kick(&mut self, id: ThreadId) {
+    /// `KVM_HC_KICK_CPU`: wake the vCPU of thread `id` if it is halted in pv_wait. The
+    /// hypercall runs on the kicking vCPU `by` (`kvm_pv_kick_cpu_op`), the waker.
+    fn pv_kick(&mut self, id: ThreadId, by: TaskId) {
         if !matches!(self.st.threads[id as usize].state, ThState::PvWait { .. }) {
             return;
         }
         let t = self.st.threads[id as usize].task;
         self.st.tasks[t as usize].c.pv_kicks += 1;
         if self.view.state[t as usize] == RunState::Halted && !self.vcpu_paused(t) {
-            self.make_runnable(t);
+            let waker = self.waker(by);
+            self.make_runnable_from(t, waker);
         }
     }
 
@@ -342,7 +348,9 @@ impl<S: Scheduler> Sim<'_, S> {
             target.has_pending_acks = true;
             pending += 1;
             if self.view.state[tt as usize] == RunState::Halted {
-                self.make_runnable(tt);
+                // The sender's vCPU thread delivers the IPI (`kvm_vcpu_kick`): the waker.
+                let waker = self.waker(src);
+                self.make_runnable_from(tt, waker);
             }
         }
         pending

@@ -25,8 +25,12 @@
 //!   runs or is not runnable; else `yield_to_task_fair`: next buddy on the target (every
 //!   level), skip buddy on the yielder; the target's pCPU is kicked and the yielder
 //!   reschedules.
-//! - Wake-up placement (`select_task_rq_fair`): the previous pCPU if idle, else an idle
-//!   pCPU of its socket (an idle core first with SMT), else the previous pCPU.
+//! - Wake-up placement (`select_task_rq_fair`): with a waker (`wake_affine`), unless
+//!   `wake_wide`, the waker's pCPU is the target if `wake_affine_weight` finds it no more
+//!   loaded (`<=`, 4.15; no 4.16 idle-prev rule); then the target if idle, else the
+//!   previous pCPU if idle and sharing the socket, else an idle pCPU of the target's
+//!   socket (an idle core first with SMT), else the target. Without a waker the target is
+//!   the previous pCPU. See `fair.rs`.
 //! - Load balancing: a pCPU about to idle pulls a queued task from the busiest pCPU,
 //!   innermost domain first (SMT, socket, machine), skipping cache-hot tasks (ran within
 //!   `migration_cost` 0.5 ms); busy pCPUs balance each domain every weight x 32 ms
@@ -43,7 +47,7 @@
 //! true (see `fair.rs`), `gentle_fair_sleepers`
 //! true, `start_debit` true, `wakeup_preemption` true, `tunable_scaling` true, `tick_grid`
 //! true (the tick on one jiffy grid for all pCPUs; see `fair.rs`), `busy_factor` 32 (4.15's
-//! `sd_init`).
+//! `sd_init`), `wake_affine` true (upstream; false: no target but the previous pCPU).
 //!
 //! ## Fixes from the seed papers (the scenario's `[kvm.features]`)
 //! (b) `boost_ignores_vcpu_fairness`: when the spinner and the boosted vCPU share a run
@@ -60,7 +64,8 @@
 //!
 //! ## Deviations
 //! - Group weights use runnable counts, not PELT load averages; balancing uses runnable
-//!   weight, not load averages; no wake_affine toward the waker; no NUMA balancing.
+//!   weight, not load averages; wake_affine without sync wake-ups (see `fair.rs`); no NUMA
+//!   balancing.
 //! - No throttling (CFS bandwidth), no SCHED_IDLE/BATCH, no child-runs-first.
 //!
 //! ## Files
@@ -81,6 +86,7 @@ pub const DESCRIPTION: &str = "Linux 4.15 CFS: vruntime queues, buddies, yield_t
 pub const PARAMS: &[ParamInfo] = &[
     super::fair::CORE_SCHED_PARAM,
     super::fair::TICK_GRID_PARAM,
+    super::fair::WAKE_AFFINE_PARAM,
     super::fair::busy_factor_param("32"),
     ParamInfo {
         name: "latency",
@@ -176,6 +182,7 @@ pub fn new(p: &Params) -> Fair<Cfs> {
             root_host_threads: p.bool("root_host_threads"),
             tick_grid: p.bool(super::fair::TICK_GRID_PARAM.name),
             busy_factor: p.int("busy_factor") as u64,
+            wake_affine: p.bool(super::fair::WAKE_AFFINE_PARAM.name),
         },
     )
 }

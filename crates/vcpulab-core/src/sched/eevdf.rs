@@ -36,14 +36,16 @@
 //!     although the rule now covers the yield too.
 //! - `yield_to` as in core.c (see `cfs`).
 //! - Wake-up placement, load balancing and group scheduling as in `cfs`, but a busy pCPU
-//!   balances twice as often (`busy_factor` 16, as 6.x's `sd_init`).
+//!   balances twice as often (`busy_factor` 16, as 6.x's `sd_init`), and `wake_affine`
+//!   has 6.x's rules (since 4.16): an idle previous pCPU keeps the task
+//!   (`wake_affine_idle`), equal loads keep it too (`wake_affine_weight`'s `<`).
 //!
 //! ## Parameters
 //! `base_slice` 0.75 ms (unscaled), `tick` 4 ms, `migration_cost` 0.5 ms, `group_per_vm`
 //! false, `root_host_threads` true (see `fair.rs`), `buddy_rule` "6.14", `tunable_scaling`
 //! true, `tick_grid` true (the tick on one jiffy grid for all pCPUs; see `fair.rs`),
-//! `busy_factor` 16 (6.x's `sd_init`; 32 before 2026-11-27, 4.15's value), `yield_series`
-//! "off". The default stays "6.14": it is
+//! `busy_factor` 16 (6.x's `sd_init`; 32 before 2026-11-27, 4.15's value), `wake_affine`
+//! true (see `fair.rs`), `yield_series` "off". The default stays "6.14": it is
 //! what vcpulab modelled before 6.19 existed, and the reproductions were written against
 //! it.
 //!
@@ -70,7 +72,7 @@
 //!   (O(queue length)) rather than with the kernel's incremental sums.
 //! - "6.19" changes only the yield against "6.14"; the rest of 6.19's fair class (e.g. its
 //!   wake-up buddy changes) is not modelled.
-//! - As in `cfs`: runnable counts instead of PELT, no wake_affine, no NUMA balancing.
+//! - As in `cfs`: runnable counts instead of PELT, wake_affine without sync wake-ups, no NUMA balancing.
 //!
 //! ## Files
 //! The machinery EEVDF shares with CFS (queues, groups, wake-up placement, `yield_to`,
@@ -93,6 +95,7 @@ pub const DESCRIPTION: &str = "Linux 6.6+ EEVDF: eligibility by lag, earliest vi
 pub const PARAMS: &[ParamInfo] = &[
     super::fair::CORE_SCHED_PARAM,
     super::fair::TICK_GRID_PARAM,
+    super::fair::WAKE_AFFINE_PARAM,
     super::fair::busy_factor_param("16"),
     ParamInfo {
         name: "base_slice",
@@ -173,6 +176,7 @@ pub fn new(p: &Params) -> Fair<Eevdf> {
             root_host_threads: p.bool("root_host_threads"),
             tick_grid: p.bool(super::fair::TICK_GRID_PARAM.name),
             busy_factor: p.int("busy_factor") as u64,
+            wake_affine: p.bool(super::fair::WAKE_AFFINE_PARAM.name),
         },
     )
 }
@@ -208,6 +212,9 @@ pub struct Eevdf {
 impl FairPolicy for Eevdf {
     const PLACE_MIGRATED: bool = true;
     const RELAXED_DETACH: bool = true;
+    /// 6.x's `wake_affine_idle` keeps an idle previous pCPU and `wake_affine_weight`
+    /// does not move on equal loads (both since 4.16).
+    const WAKE_AFFINE_4_16: bool = true;
 
     fn scale(&mut self, k: u64) {
         self.base_slice *= k;

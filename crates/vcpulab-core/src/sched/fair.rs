@@ -30,10 +30,25 @@
 //! comes out of whichever group entity runs there (docs/models.md, "Cgroup shares against
 //! the root cgroup").
 //!
-//! **Wake-up** (`select_task_rq_fair`, then `enqueue_task_fair`): the previous pCPU if it
-//! is idle; else an idle pCPU of its socket, searched from the previous one (with SMT, a
-//! wholly idle core first); else the previous pCPU (if the affinity forbids it, the least
-//! loaded allowed one). A task's first wake-up is `wake_up_new_task` and places it as a
+//! **Wake-up** (`select_task_rq_fair`, then `enqueue_task_fair`). A wake-up a running
+//! task causes (the engine names it: a vCPU's IPI or pv kick, a guest mutex's release
+//! waking a waiter on a halted vCPU, a backend thread handing a packet over) first picks a target (`wake_affine`, on): the waker records its wakee
+//! (`record_wakee`: a flip when it wakes another task than last time, flips halved once
+//! a second); `wake_wide` (both kernels) keeps the previous pCPU when the lesser of the
+//! two tasks' flips is at least the LLC's (socket's) pCPU count and the greater at least
+//! that many times the lesser; so does a waker's pCPU outside the affinity or equal to
+//! the previous one. Else `wake_affine` in the waker's innermost domain spanning the
+//! previous pCPU: `wake_affine_idle` (an idle waker's pCPU sharing the socket: it, or the
+//! previous pCPU if that is idle too; 6.x, since 4.16: an idle previous pCPU), then
+//! `wake_affine_weight`: the waker's pCPU if (its load + the task's) x 100 is at most
+//! (4.15; below, 6.x) (the previous pCPU's load - the task's) x (100 + (imbalance_pct -
+//! 100) / 2). Loads are the balancer's (root queue weights), the task's its
+//! `task_h_load` as it would be queued (its weight, or its VM's shares / its runnable
+//! vCPUs). Timers and interrupts have no waker: the target is the previous pCPU. Then
+//! `select_idle_sibling(prev, target)`: the target if idle; else the previous pCPU if idle
+//! and in the target's socket; else an idle pCPU of the target's socket, searched from
+//! the target (with SMT, a wholly idle core first); else the target (if the affinity
+//! forbids it, the least loaded allowed one). A task's first wake-up is `wake_up_new_task` and places it as a
 //! new entity, later ones as a sleeper (policy). Then `check_preempt_wakeup`: an idle pCPU
 //! just reschedules; otherwise the woken task and the running one are compared at the
 //! level where they share a queue (tasks of two VMs: their group entities on the root
@@ -106,7 +121,9 @@
 //! SCHED_TUNABLESCALING_LOG), `busy_factor` (integer 1-1024; 32 for CFS as 4.15, 16 for
 //! EEVDF as 6.x; vcpulab used 32 for both before 2026-11-27), `tick_grid` (boolean, true:
 //! the tick on its grid; false: re-armed a whole tick after every pick, vcpulab's rule
-//! before 2026-11-27). CFS only: `latency` 6 ms, `min_granularity` 0.75 ms,
+//! before 2026-11-27), `wake_affine` (boolean, true: the waker's pCPU may be the target,
+//! as upstream; false: the previous pCPU always is, vcpulab's rule before 2026-11-27). CFS
+//! only: `latency` 6 ms, `min_granularity` 0.75 ms,
 //! `wakeup_granularity` 1 ms (all unscaled), `gentle_fair_sleepers`, `start_debit`,
 //! `wakeup_preemption` (booleans, true). EEVDF only: `base_slice` 0.75 ms (unscaled),
 //! `buddy_rule` ("6.14", "6.6" or "6.19"). Constants: `NICE_0_LOAD` 1024,
@@ -119,13 +136,28 @@
 //! flags, imbalance_pct, busy_factor, cache_nice_tries) of Linux 4.15 for CFS and of 6.6
 //! to 6.19 for EEVDF (`pick_eevdf`, `place_entity`, `update_deadline`,
 //! `update_entity_lag`, `yield_task_fair` of 6.6-6.18 and of 6.19, PICK_BUDDY of 6.14).
+//! Wake-up placement: `select_task_rq_fair`, `record_wakee`, `wake_wide`, `wake_affine`,
+//! `wake_affine_idle`, `wake_affine_weight`, `select_idle_sibling` of `fair.c`, 4.15 and
+//! 6.x; the two 4.16 changes are Mel Gorman's 806486c377e3 ("Do not migrate if the
+//! prev_cpu is idle") and 082f764a2f3f ("Do not migrate on wake_affine_weight() if
+//! weights are equal").
 //!
 //! ## Deviations
 //! - Runnable counts stand in for PELT load averages (group weights, balancing), with two
 //!   stand-ins for PELT's smoothing: a task the balancer moved is not moved again within
 //!   that domain's interval, and balancing phases are staggered by one tick per pCPU.
-//! - No wake_affine toward the waker, no NUMA balancing, no CFS bandwidth throttling, no
-//!   SCHED_IDLE/BATCH.
+//! - wake_affine: no sync wake-ups (WF_SYNC: `wake_affine_idle`'s and
+//!   `wake_affine_weight`'s sync rules never apply), no `recent_used_cpu` or per-CPU
+//!   kthread stacking (6.x `select_idle_sibling`), no `wake_cap`/asymmetric capacity
+//!   (capacities are equal), no SD_BALANCE_WAKE slow path (off upstream too). The loads
+//!   are runnable weights, not PELT: the sleeping wakee is in neither pCPU's load, so the
+//!   kernel's "prev load - task load" can go below zero (as 4.15's runnable load, unlike
+//!   6.x's `cpu_load`, which keeps the wakee's decaying blocked load). Only wake-ups the
+//!   engine attributes have a waker (IPIs, pv kicks, mutex releases, backend and
+//!   receive-path hand-overs); the others (timers, disk completions, fault-tolerance
+//!   helpers) are wakes without one, and `record_wakee` is not
+//!   charged to whatever an interrupt interrupted.
+//! - No NUMA balancing, no CFS bandwidth throttling, no SCHED_IDLE/BATCH.
 //! - Fork balancing (`fork_balance`, on): the parent a task is forked from is not
 //!   modelled, so the i-th pCPU of the task's affinity stands for the parent's (the
 //!   "local" CPU of `find_idlest_cpu`). Groups are compared by idle CPUs, then runnable
@@ -141,7 +173,7 @@
 //! `eevdf.rs`.
 
 use super::{
-    proportional_share_bound, Counters, CpuId, SchedCtx, SchedView, Scheduler, TaskId,
+    proportional_share_bound, Counters, CpuId, SchedCtx, SchedView, Scheduler, TaskId, Waker,
     YieldRequest, YieldResult,
 };
 use crate::time::{SimDuration, SimTime};
@@ -178,6 +210,10 @@ pub struct Tunables {
     pub tick_grid: bool,
     /// `sd->busy_factor`: a busy pCPU balances a domain every span ms times this.
     pub busy_factor: u64,
+    /// A wake-up caused by a running task may be placed on the waker's pCPU
+    /// (`wake_affine`, `wake_wide`); off: every wake-up starts from the previous pCPU
+    /// (vcpulab before 2026-11-27).
+    pub wake_affine: bool,
 }
 
 /// The shared `busy_factor` parameter, with its default per kernel version: 32 in 4.15's
@@ -208,6 +244,19 @@ pub const TICK_GRID_PARAM: super::ParamInfo = super::ParamInfo {
     default: "true",
     help: "the tick fires on a jiffy grid shared by all pCPUs, whatever the switches between ticks (periodic tick, skew_tick=0); false: re-armed a whole tick after every pick",
 };
+
+/// The shared `wake_affine` parameter (see `Tunables::wake_affine` and "Wake-up" in the
+/// header).
+pub const WAKE_AFFINE_PARAM: super::ParamInfo = super::ParamInfo {
+    name: "wake_affine",
+    kind: super::ParamKind::Bool,
+    default: "true",
+    help: "a wake-up by a running task (IPI, kick, host thread) may move the woken task to the waker's pCPU (select_task_rq_fair: wake_wide, wake_affine_idle, wake_affine_weight), as upstream; false: the search always starts from the previous pCPU",
+};
+
+/// One second, for `record_wakee`'s decay (`wakee_flip_decay_ts + HZ` jiffies); a jiffy
+/// is one `tick`.
+const NS_PER_SEC: u64 = 1_000_000_000;
 
 pub fn scale_factor(ncpus: usize) -> u64 {
     let n = ncpus.clamp(1, 8) as u64;
@@ -253,6 +302,32 @@ mod root_cgroup {
     }
 }
 
+/// Counters of the wake_affine branches, listed only with `wake_affine` on, so a summary
+/// with it off keeps exactly the counters it had.
+mod affine {
+    crate::sched::counters::declare_counters! {
+        pub(super)
+        // `wake_wide`: the waker and the wakee switch partners often; no affine wake-up.
+        C_WAKE_WIDE => "wake_wide",
+        // The waker runs on the wakee's previous pCPU: nothing to decide.
+        C_WA_SAME_CPU => "wake_affine_same_cpu",
+        // The waker's pCPU is outside the wakee's affinity.
+        C_WA_NOT_ALLOWED => "wake_affine_not_allowed",
+        // `wake_affine_idle` chose the waker's pCPU.
+        C_WA_IDLE => "wake_affine_idle",
+        // `wake_affine_idle` chose the previous pCPU (it is idle).
+        C_WA_IDLE_PREV => "wake_affine_idle_prev",
+        // `wake_affine_weight` chose the waker's pCPU.
+        C_WA_WEIGHT_PULLED => "wake_affine_weight_pulled",
+        // Neither rule chose the waker's pCPU: the previous one stays the target.
+        C_WA_KEPT_PREV => "wake_affine_kept_prev",
+        // `select_idle_sibling` from the waker's pCPU: it is idle.
+        C_WA_TARGET_IDLE => "wake_affine_target_idle",
+        // ... nothing idle near it: the waker's pCPU.
+        C_WA_TARGET_BUSY => "wake_affine_target_busy",
+    }
+}
+
 /// What CFS and EEVDF do differently (see "where CFS and EEVDF differ" above). The shared
 /// code calls these hooks where the kernels' functions of the same name differ; each is a
 /// function of the whole `Fair` (it may read and change entities and queues), and the
@@ -267,6 +342,11 @@ pub trait FairPolicy: Sized {
     /// failed attempts exceeds the imbalance (6.x `detach_tasks`), instead of one whose half
     /// load does (4.15).
     const RELAXED_DETACH: bool = false;
+    /// `wake_affine` as Linux 4.16 changed it (Mel Gorman, "sched/fair: Do not migrate if
+    /// the prev_cpu is idle", 806486c377e3, and "Do not migrate on wake_affine_weight() if
+    /// weights are equal", 082f764a2f3f): an idle previous pCPU keeps the task
+    /// (`wake_affine_idle`), and equal effective loads keep it too (`<`, not 4.15's `<=`).
+    const WAKE_AFFINE_4_16: bool = false;
     /// Multiplies the policy's time tunables by `k` = 1 + ilog2(min(ncpus, 8)), once at
     /// `init` when `tunable_scaling` is on.
     fn scale(&mut self, k: u64);
@@ -411,6 +491,14 @@ pub struct Fair<P: FairPolicy> {
     root_counters: Counters<{ root_cgroup::NCOUNTERS }>,
     /// Core scheduling (`core_sched` "vm" or "vcpu"; None: "off", no core-wide picks).
     core: Option<Box<CoreSched>>,
+    /// Per task, as waker (`record_wakee`): the task it last woke (`last_wakee`), how
+    /// often it switched wakees (`wakee_flips`, halved once a second) and the jiffy of
+    /// the last halving (`wakee_flip_decay_ts`).
+    last_wakee: Vec<Option<TaskId>>,
+    wakee_flips: Vec<u32>,
+    wakee_flip_decay: Vec<u64>,
+    /// Counters of the wake_affine branches; listed only with `wake_affine` on.
+    affine_counters: Counters<{ affine::NCOUNTERS }>,
 }
 
 impl<P: FairPolicy> Fair<P> {
@@ -443,6 +531,10 @@ impl<P: FairPolicy> Fair<P> {
             root_task: vec![],
             root_counters: Counters::new(root_cgroup::COUNTER_NAMES),
             core: None,
+            last_wakee: vec![],
+            wakee_flips: vec![],
+            wakee_flip_decay: vec![],
+            affine_counters: Counters::new(affine::COUNTER_NAMES),
         }
     }
 
@@ -520,6 +612,9 @@ impl<P: FairPolicy> Fair<P> {
         self.task_vm = v.tasks.iter().map(|t| t.vm).collect();
         self.pulled_at = vec![SimTime::ZERO; self.ntasks];
         self.never_queued = vec![true; self.ntasks];
+        self.last_wakee = vec![None; self.ntasks];
+        self.wakee_flips = vec![0; self.ntasks];
+        self.wakee_flip_decay = vec![0; self.ntasks];
         self.task_cpu = v
             .tasks
             .iter()
@@ -850,11 +945,17 @@ impl<P: FairPolicy> Fair<P> {
     /// instead of as a sleeper, on the pCPU fork balancing finds (`find_idlest_cpu`)
     /// or, with `fork_balance` off, on the i-th pCPU of its affinity (task i, see `init`)
     /// when that pCPU is idle.
-    fn wake(&mut self, ctx: &mut SchedCtx, t: TaskId) {
-        let cpu = if self.tun.fork_balance && self.never_queued[t as usize] {
-            self.find_idlest_cpu(ctx, t)
+    /// `waker`: the task whose action woke `t` and its pCPU (None: a timer or an
+    /// interrupt); a first wake-up is a fork (SD_BALANCE_FORK), which ignores it.
+    fn wake_with(&mut self, ctx: &mut SchedCtx, t: TaskId, waker: Option<Waker>) {
+        let cpu = if self.never_queued[t as usize] {
+            if self.tun.fork_balance {
+                self.find_idlest_cpu(ctx, t)
+            } else {
+                self.select_task_rq(ctx, t, None)
+            }
         } else {
-            self.select_task_rq(ctx, t)
+            self.select_task_rq(ctx, t, waker)
         };
         let new = std::mem::replace(&mut self.never_queued[t as usize], false);
         self.enqueue_task(ctx, t, cpu, !new, new);
@@ -939,7 +1040,7 @@ impl<P: FairPolicy> Fair<P> {
         let cpu = if aff.contains(cpu as usize) {
             cpu
         } else {
-            self.select_task_rq(ctx, t)
+            self.select_task_rq(ctx, t, None)
         };
         self.counters.bump(if cpu == local {
             C_FORK_LOCAL
@@ -949,19 +1050,160 @@ impl<P: FairPolicy> Fair<P> {
         cpu
     }
 
-    /// `select_task_rq_fair` for a wake-up: the previous pCPU if idle, else an idle pCPU
-    /// in its socket (an idle core first), else the previous pCPU.
-    fn select_task_rq(&mut self, ctx: &SchedCtx, t: TaskId) -> u32 {
+    /// `select_task_rq_fair` for a wake-up: with a waker (and `wake_affine`), the target
+    /// `wake_affine` picks between the waker's pCPU and the previous one; without, the
+    /// previous pCPU. Then `select_idle_sibling` from that target.
+    fn select_task_rq(&mut self, ctx: &SchedCtx, t: TaskId, waker: Option<Waker>) -> u32 {
         let prev = self.task_cpu[t as usize];
+        let target = match waker {
+            Some(w) if self.tun.wake_affine && w.task != t => {
+                self.wake_affine_target(ctx, t, w, prev)
+            }
+            _ => prev,
+        };
+        self.select_idle_sibling(ctx, t, prev, target)
+    }
+
+    /// `record_wakee` (4.15 and 6.x alike): the waker counts a flip when it wakes another
+    /// task than last time; its flips halve once a second (`wakee_flip_decay_ts` + HZ,
+    /// in jiffies of one tick).
+    fn record_wakee(&mut self, now: SimTime, waker: TaskId, wakee: TaskId) {
+        let w = waker as usize;
+        let tick = self.tun.tick.ns().max(1);
+        let jiffies = now.ns() / tick;
+        let hz = (NS_PER_SEC / tick).max(1);
+        if jiffies > self.wakee_flip_decay[w] + hz {
+            self.wakee_flips[w] >>= 1;
+            self.wakee_flip_decay[w] = jiffies;
+        }
+        if self.last_wakee[w] != Some(wakee) {
+            self.last_wakee[w] = Some(wakee);
+            self.wakee_flips[w] = self.wakee_flips[w].saturating_add(1);
+        }
+    }
+
+    /// `wake_wide` (4.15 and 6.x alike): a waker and wakee that switch partners often (a
+    /// 1:N pattern) spread over the LLC instead of being pulled together: with
+    /// factor = `sd_llc_size` of the waker's pCPU (its socket here), wide when the lesser
+    /// flip count is at least factor and the greater at least lesser x factor.
+    fn wake_wide(&self, waker: TaskId, wakee: TaskId, this: u32) -> bool {
+        let a = self.wakee_flips[waker as usize];
+        let b = self.wakee_flips[wakee as usize];
+        let (master, slave) = (a.max(b) as u64, a.min(b) as u64);
+        let factor = self.domains[this as usize][1].len() as u64;
+        slave >= factor && master >= slave * factor
+    }
+
+    /// The wake path of `select_task_rq_fair` up to `select_idle_sibling`: `record_wakee`,
+    /// `want_affine` = !`wake_wide` and the waker's pCPU allowed, then in the waker's
+    /// innermost domain spanning the previous pCPU (all levels have SD_WAKE_AFFINE),
+    /// `wake_affine` unless the waker runs on the previous pCPU. The target it returns.
+    fn wake_affine_target(&mut self, ctx: &SchedCtx, t: TaskId, w: Waker, prev: u32) -> u32 {
+        let this = w.cpu;
+        self.record_wakee(ctx.now, w.task, t);
+        if self.wake_wide(w.task, t, this) {
+            self.affine_counters.bump(affine::C_WAKE_WIDE);
+            return prev;
+        }
+        if !ctx.allowed(t, this) {
+            self.affine_counters.bump(affine::C_WA_NOT_ALLOWED);
+            return prev;
+        }
+        if this == prev {
+            self.affine_counters.bump(affine::C_WA_SAME_CPU);
+            return prev;
+        }
+        // The machine level spans every pCPU, so some level is found.
+        let level = (0..3)
+            .find(|&l| self.domains[this as usize][l].contains(&prev))
+            .unwrap_or(2);
+        self.wake_affine(t, this, prev, level)
+    }
+
+    /// `wake_affine` with `sync` = 0 (WF_SYNC is not modelled): `wake_affine_idle`, then
+    /// `wake_affine_weight`; the waker's pCPU `this` or the previous pCPU `prev`.
+    fn wake_affine(&mut self, t: TaskId, this: u32, prev: u32, level: usize) -> u32 {
+        let idle = |c: u32| self.h_nr[c as usize] == 0 && self.running[c as usize].is_none();
+        // wake_affine_idle. An idle waker's pCPU means an interrupt woke the task: move it
+        // only within the cache, and not away from an idle previous pCPU.
+        let share_cache = self.domains[this as usize][1].contains(&prev);
+        if idle(this) && share_cache {
+            if idle(prev) {
+                self.affine_counters.bump(affine::C_WA_IDLE_PREV);
+                return prev;
+            }
+            self.affine_counters.bump(affine::C_WA_IDLE);
+            return this;
+        }
+        // 4.16+: an idle previous pCPU keeps the task (806486c377e3).
+        if P::WAKE_AFFINE_4_16 && idle(prev) {
+            self.affine_counters.bump(affine::C_WA_IDLE_PREV);
+            return prev;
+        }
+        // wake_affine_weight: the waker's pCPU with the task against the previous one
+        // without it, the latter favoured by half the domain's imbalance_pct (WA_BIAS);
+        // capacities are equal, so the capacity factors cancel. Loads are the balancer's
+        // stand-ins for PELT (`cpu_load`, the root queue's weight); signed, as the kernel's
+        // s64, since the previous pCPU's load may be below the task's.
+        let task_load = self.wakee_h_load(t) as i128;
+        let pct = [110i128, 117, 125][level];
+        let this_eff = (self.cpu_load(this) as i128 + task_load) * 100;
+        let prev_eff = (self.cpu_load(prev) as i128 - task_load) * (100 + (pct - 100) / 2);
+        // 4.15 pulls on equal loads (`<=`), 4.16+ does not (`<`, 082f764a2f3f).
+        let pull = if P::WAKE_AFFINE_4_16 {
+            this_eff < prev_eff
+        } else {
+            this_eff <= prev_eff
+        };
+        if pull {
+            self.affine_counters.bump(affine::C_WA_WEIGHT_PULLED);
+            this
+        } else {
+            self.affine_counters.bump(affine::C_WA_KEPT_PREV);
+            prev
+        }
+    }
+
+    /// `task_h_load` of a sleeping task, as it would be once queued again: its own weight,
+    /// or under its VM's group its share of the group entity, shares / (its VM's runnable
+    /// vCPUs + itself) in the runnable-count form of `calc_group_shares` (what
+    /// `task_h_load` of balance.rs gives a queued task).
+    fn wakee_h_load(&self, t: TaskId) -> u64 {
+        if !self.grouped(t) {
+            return self.ents[t as usize].weight;
+        }
+        let vm = self.task_vm[t as usize] as usize;
+        self.vm_shares[vm] / (self.vm_runnable[vm] + 1)
+    }
+
+    /// `select_idle_sibling(p, prev, target)`: `target` if idle; else `prev` if it is idle
+    /// and shares the cache (socket) with `target`; else an idle pCPU of `target`'s socket
+    /// searched from `target` (an idle core first with SMT); else `target` (if the
+    /// affinity forbids it, the least loaded allowed pCPU). Without a waker `target` is
+    /// `prev`: the previous pCPU if idle, else an idle pCPU of its socket, else itself.
+    fn select_idle_sibling(&mut self, ctx: &SchedCtx, t: TaskId, prev: u32, target: u32) -> u32 {
+        let affine = target != prev;
         let aff = &ctx.view.tasks[t as usize].affinity;
         let idle = |c: u32| self.h_nr[c as usize] == 0 && self.running[c as usize].is_none();
-        if aff.contains(prev as usize) && idle(prev) {
+        if aff.contains(target as usize) && idle(target) {
+            if affine {
+                self.affine_counters.bump(affine::C_WA_TARGET_IDLE);
+            } else {
+                self.counters.bump(C_WAKE_PREV_IDLE);
+            }
+            return target;
+        }
+        if affine
+            && aff.contains(prev as usize)
+            && idle(prev)
+            && self.domains[target as usize][1].contains(&prev)
+        {
             self.counters.bump(C_WAKE_PREV_IDLE);
             return prev;
         }
         let topo = &ctx.view.topo;
-        let sock = &self.domains[prev as usize][1];
-        let start = sock.iter().position(|&c| c == prev).unwrap_or(0);
+        let sock = &self.domains[target as usize][1];
+        let start = sock.iter().position(|&c| c == target).unwrap_or(0);
         let order = || (0..sock.len()).map(|i| sock[(start + i) % sock.len()]);
         if topo.threads_per_core > 1 {
             for c in order() {
@@ -999,6 +1241,11 @@ impl<P: FairPolicy> Fair<P> {
         if let Some(c) = found {
             self.counters.bump(C_WAKE_IDLE_SIBLING);
             return c;
+        }
+        if affine {
+            // `target` is the waker's pCPU, which `want_affine` found allowed.
+            self.affine_counters.bump(affine::C_WA_TARGET_BUSY);
+            return target;
         }
         self.counters.bump(C_WAKE_BUSY_PREV);
         if aff.contains(prev as usize) {
@@ -1237,7 +1484,10 @@ impl<P: FairPolicy> Scheduler for Fair<P> {
         Fair::init(self, ctx)
     }
     fn wake(&mut self, ctx: &mut SchedCtx, t: TaskId) {
-        Fair::wake(self, ctx, t)
+        Fair::wake_with(self, ctx, t, None)
+    }
+    fn wake_from(&mut self, ctx: &mut SchedCtx, t: TaskId, waker: Option<Waker>) {
+        Fair::wake_with(self, ctx, t, waker)
     }
     fn block(&mut self, ctx: &mut SchedCtx, cpu: CpuId, t: TaskId) {
         Fair::block(self, ctx, cpu, t)
@@ -1260,6 +1510,9 @@ impl<P: FairPolicy> Scheduler for Fair<P> {
         let mut list = self.counters.list();
         if self.root_task.iter().any(|&r| r) {
             list.extend(self.root_counters.list());
+        }
+        if self.tun.wake_affine {
+            list.extend(self.affine_counters.list());
         }
         self.policy.policy_counters(&mut list);
         if let Some(cs) = &self.core {

@@ -6,7 +6,9 @@
 //! The engine owns *what runs where* (`SchedView::cpu_curr`) and the guest model; the
 //! scheduler owns its run queues and decides *what should run*. The engine calls:
 //! - `wake(task)` when a halted vCPU becomes runnable. The scheduler queues it somewhere
-//!   and calls `ctx.resched(cpu)` for any pCPU that should reconsider what it runs.
+//!   and calls `ctx.resched(cpu)` for any pCPU that should reconsider what it runs. The
+//!   engine calls it through `wake_from(task, waker)`, which names the task and pCPU whose
+//!   action woke it, if a running task did (`Waker`).
 //! - `block(cpu, task)` when the task running on `cpu` halts; the engine then asks
 //!   `pick_next(cpu, None)`.
 //! - `pick_next(cpu, prev)` when a pCPU was asked to reschedule. `prev` is the task that
@@ -183,6 +185,17 @@ pub struct YieldRequest {
     pub migrate_to_yielder: bool,
 }
 
+/// Who caused a wake-up: the task running on `cpu` whose action woke the other (a vCPU
+/// sending an IPI or a pv kick, a host thread handing work over), Linux's `current` and
+/// `smp_processor_id()` in `try_to_wake_up`. A timer or an interrupt has none: KVM's
+/// lapic hrtimer fires on the pCPU the vCPU last ran on, where the waker would be the
+/// wakee's own previous pCPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Waker {
+    pub task: TaskId,
+    pub cpu: CpuId,
+}
+
 /// What `yield_to` returned (Linux: 1, 0, -ESRCH).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum YieldResult {
@@ -195,6 +208,12 @@ pub enum YieldResult {
 pub trait Scheduler {
     fn init(&mut self, ctx: &mut SchedCtx);
     fn wake(&mut self, ctx: &mut SchedCtx, task: TaskId);
+    /// `wake` with what caused it (None: a timer or an interrupt). The engine calls this
+    /// one; a scheduler that places wake-ups by their waker (the fair class's
+    /// `wake_affine`) overrides it, the others ignore the waker.
+    fn wake_from(&mut self, ctx: &mut SchedCtx, task: TaskId, _waker: Option<Waker>) {
+        self.wake(ctx, task)
+    }
     fn block(&mut self, ctx: &mut SchedCtx, cpu: CpuId, task: TaskId);
     fn pick_next(&mut self, ctx: &mut SchedCtx, cpu: CpuId, prev: Option<TaskId>)
         -> Option<TaskId>;

@@ -430,6 +430,7 @@ mod tests {
             root_host_threads: true,
             tick_grid: true,
             busy_factor: 16,
+            wake_affine: true,
         };
         let mut f = Fair::new(policy, tun);
         Scheduler::init(&mut f, &mut ctx);

@@ -480,6 +480,7 @@ mod tests {
             root_host_threads: true,
             tick_grid: true,
             busy_factor: 32,
+            wake_affine: true,
         };
         let mut f = Fair::new(policy, tun);
         f.core = Some(Box::new(CoreSched::new(mode)));

@@ -41,6 +41,7 @@ fn tunables() -> Tunables {
         root_host_threads: true,
         tick_grid: true,
         busy_factor: 32,
+        wake_affine: true,
     }
 }
 
@@ -529,4 +530,127 @@ fn the_tick_stays_on_its_grid_across_switches_and_restarts_on_it_after_idle() {
         ticks_armed(false),
         (vec![4_000_000, 5_300_000, 13_100_000], 0, 0)
     );
+}
+
+/// A wake-up by task 0, running alone on pCPU 0, of task 1, asleep since it last ran on
+/// pCPU 1, on one socket of 4 pCPUs (one LLC, no SMT), every task of weight 1024 in no
+/// group: `on_prev` other tasks are runnable on pCPU 1, and with `others_busy` one on each
+/// of pCPUs 2 and 3. `flips`: the waker's and the wakee's `wakee_flips` beforehand.
+/// Returns where task 1 was queued and the scheduler's counters.
+fn affine_wake<P: FairPolicy>(
+    policy: P,
+    wake_affine: bool,
+    on_prev: u32,
+    others_busy: bool,
+    waker: bool,
+    flips: (u32, u32),
+) -> (u32, Vec<(&'static str, u64)>) {
+    let ncpus = 4;
+    let ntasks = 2 + on_prev as usize + 2;
+    let mut v = view(ntasks);
+    v.topo = Topology::new(1, 4, 1, 1);
+    for t in &mut v.tasks {
+        t.affinity = CpuSet::full(ncpus);
+    }
+    v.cpu_curr = vec![None; ncpus];
+    let mut out = SchedOut {
+        resched_pending: vec![false; ncpus],
+        ..Default::default()
+    };
+    let mut ctx = SchedCtx {
+        now: SimTime(0),
+        view: &v,
+        out: &mut out,
+    };
+    let tun = Tunables {
+        fork_balance: false,
+        wake_affine,
+        ..tunables()
+    };
+    let mut f = Fair::new(policy, tun);
+    f.init(&mut ctx);
+    f.enqueue_task(&mut ctx, 0, 0, true, false);
+    for i in 0..on_prev {
+        f.enqueue_task(&mut ctx, 2 + i, 1, true, false);
+    }
+    if others_busy {
+        f.enqueue_task(&mut ctx, 2 + on_prev, 2, true, false);
+        f.enqueue_task(&mut ctx, 3 + on_prev, 3, true, false);
+    }
+    // Task 1 ran on pCPU 1 before and sleeps: its next wake-up is not its first.
+    f.task_cpu[1] = 1;
+    f.never_queued[1] = false;
+    (f.wakee_flips[0], f.wakee_flips[1]) = flips;
+    let w = waker.then_some(Waker { task: 0, cpu: 0 });
+    Scheduler::wake_from(&mut f, &mut ctx, 1, w);
+    (f.task_cpu[1], Scheduler::counters(&f))
+}
+
+fn count(list: &[(&'static str, u64)], name: &str) -> Option<u64> {
+    list.iter().find(|c| c.0 == name).map(|c| c.1)
+}
+
+#[test]
+fn wake_affine_weight_pulls_the_task_to_a_less_loaded_waker() {
+    // Loads (NICE_0_LOAD units): this 1 + the task 1 = 2, x 100; prev 3 - the task 1 = 2,
+    // x (100 + (117 - 100) / 2) = 108: the waker's pCPU is lighter, the task moves there
+    // (4.15 and 6.x alike).
+    let (cpu, c) = affine_wake(cfs(), true, 3, true, true, (0, 0));
+    assert_eq!(cpu, 0);
+    assert_eq!(count(&c, "wake_affine_weight_pulled"), Some(1));
+    assert_eq!(count(&c, "wake_affine_target_busy"), Some(1));
+    let (cpu, _) = affine_wake(eevdf(true), true, 3, true, true, (0, 0));
+    assert_eq!(cpu, 0);
+    // With two tasks on prev: 2 x 100 > 1 x 108, the task stays.
+    let (cpu, c) = affine_wake(cfs(), true, 2, true, true, (0, 0));
+    assert_eq!(cpu, 1);
+    assert_eq!(count(&c, "wake_affine_kept_prev"), Some(1));
+    assert_eq!(count(&c, "wake_prev_cpu_busy"), Some(1));
+}
+
+#[test]
+fn an_idle_previous_pcpu_keeps_the_task() {
+    // 6.x (`wake_affine_idle`, 4.16+): prev idle, prev kept by the idle rule.
+    let (cpu, c) = affine_wake(eevdf(true), true, 0, true, true, (0, 0));
+    assert_eq!(cpu, 1);
+    assert_eq!(count(&c, "wake_affine_idle_prev"), Some(1));
+    assert_eq!(count(&c, "wake_prev_cpu_idle"), Some(1));
+    // 4.15 has no such rule: the weight rule keeps prev (its load without the task is
+    // below zero), then `select_idle_sibling` finds prev idle.
+    let (cpu, c) = affine_wake(cfs(), true, 0, true, true, (0, 0));
+    assert_eq!(cpu, 1);
+    assert_eq!(count(&c, "wake_affine_idle_prev"), Some(0));
+    assert_eq!(count(&c, "wake_affine_kept_prev"), Some(1));
+}
+
+#[test]
+fn wake_wide_keeps_a_many_partner_wake_on_the_previous_pcpu() {
+    // The waker switched wakees 20 times (21 with this one), the wakee 4: with an LLC of
+    // 4 pCPUs, 4 >= 4 and 21 >= 4 x 4: wide, no affine wake-up, where the weight rule
+    // would have pulled it (see above).
+    let (cpu, c) = affine_wake(cfs(), true, 3, true, true, (20, 4));
+    assert_eq!(cpu, 1);
+    assert_eq!(count(&c, "wake_wide"), Some(1));
+    assert_eq!(count(&c, "wake_affine_weight_pulled"), Some(0));
+    // The wakee's 3 flips are below the factor: not wide.
+    let (cpu, c) = affine_wake(cfs(), true, 3, true, true, (20, 3));
+    assert_eq!(cpu, 0);
+    assert_eq!(count(&c, "wake_wide"), Some(0));
+}
+
+#[test]
+fn without_a_waker_or_with_wake_affine_off_the_search_starts_from_prev() {
+    // No waker (a timer or an interrupt): the previous pCPU, busy, nothing idle: prev.
+    let (cpu, c) = affine_wake(cfs(), true, 3, true, false, (0, 0));
+    assert_eq!(cpu, 1);
+    assert_eq!(count(&c, "wake_prev_cpu_busy"), Some(1));
+    assert_eq!(count(&c, "wake_affine_kept_prev"), Some(0));
+    assert_eq!(count(&c, "wake_affine_weight_pulled"), Some(0));
+    // wake_affine off: the waker is ignored, and its counters are not listed.
+    let (cpu, c) = affine_wake(cfs(), false, 3, true, true, (0, 0));
+    assert_eq!(cpu, 1);
+    assert_eq!(count(&c, "wake_affine_weight_pulled"), None);
+    // Prev busy but pCPU 2 idle: the socket search from prev finds it, as before.
+    let (cpu, _) = affine_wake(cfs(), true, 3, false, false, (0, 0));
+    assert_eq!(cpu, 2);
 }
