@@ -167,6 +167,22 @@ def robustness(
 
 #: The start-jitter perturbations: every VM's start_jitter set to 0, 0.5 ms and 1 ms.
 START_PERTURBATIONS = ("jitter-0", "jitter-0.5ms", "jitter-1ms")
+#: The other-seeds perturbation of the stability family: the next block of seeds, at the
+#: experiment's own start.
+SEED_PERTURBATIONS = ("seeds+1000",)
+#: The whole stability family (issue 27, part 3), in the order its report lists them.
+STABILITY_PERTURBATIONS = START_PERTURBATIONS + SEED_PERTURBATIONS
+
+
+def _split(report: dict[str, Any], among: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Claims judged "holds" under one of the perturbations ``among`` and "fails" under
+    another; each ``{"claim", "verdicts": {perturbation: verdict}}``."""
+    out = []
+    for c in report["claims"]:
+        verdicts = {o["perturbation"]: o["verdict"] for o in c["outcomes"] if o["perturbation"] in among}
+        if "holds" in verdicts.values() and "fails" in verdicts.values():
+            out.append({"claim": c["claim"], "verdicts": verdicts})
+    return out
 
 
 def decided_by_start(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -175,13 +191,16 @@ def decided_by_start(report: dict[str, Any]) -> list[dict[str, Any]]:
     "undecided" is within the tolerance: each verdict is taken over the perturbation's seeds
     with the claim's own margin, so it says the difference is too small to call. Each item:
     ``{"claim", "verdicts": {perturbation: verdict}}``."""
-    out = []
-    for c in report["claims"]:
-        verdicts = {o["perturbation"]: o["verdict"] for o in c["outcomes"]
-                    if o["perturbation"] in START_PERTURBATIONS}
-        if "holds" in verdicts.values() and "fails" in verdicts.values():
-            out.append({"claim": c["claim"], "verdicts": verdicts})
-    return out
+    return _split(report, START_PERTURBATIONS)
+
+
+def decided_by_seeds(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The claims the seeds decide and the start does not: the start jitters agree (no
+    "holds" against "fails" among them), but the other block of seeds (``seeds+1000``)
+    holds where a start fails, or fails where a start holds. Same tolerance and items as
+    :func:`decided_by_start`."""
+    by_start = {m["claim"] for m in decided_by_start(report)}
+    return [m for m in _split(report, STABILITY_PERTURBATIONS) if m["claim"] not in by_start]
 
 
 def _read_json(path: str) -> dict[str, Any]:
