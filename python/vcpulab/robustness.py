@@ -170,7 +170,7 @@ START_PERTURBATIONS = ("jitter-0", "jitter-0.5ms", "jitter-1ms")
 #: The other-seeds perturbation of the stability family: the next block of seeds, at the
 #: experiment's own start.
 SEED_PERTURBATIONS = ("seeds+1000",)
-#: The whole stability family (issue 27, part 3), in the order its report lists them.
+#: The whole stability family (issue 27, part 3); a report lists its perturbations in its own order.
 STABILITY_PERTURBATIONS = START_PERTURBATIONS + SEED_PERTURBATIONS
 
 
