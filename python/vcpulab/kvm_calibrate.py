@@ -129,15 +129,16 @@ def _latency_stats(key: str, res: dict[str, Any]) -> dict[str, Optional[float]]:
             f"{key}_p90": _quantile(s, 0.9), f"{key}_p99": _quantile(s, 0.99)}
 
 
-def _lognormal(median: Optional[float], mean: Optional[float]) -> Optional[tuple[float, float]]:
-    """The log-normal of this median whose mean is this mean: (median, sigma), sigma =
-    sqrt(2 ln(mean / median)); so the time the events cost in all (count x mean) is the
-    measured one."""
+def _lognormal(median: Optional[float], mean: Optional[float]) -> Optional[str]:
+    """The log-normal of this median whose mean is this mean, as a profile's TOML value:
+    sigma = sqrt(2 ln(mean / median)), so the time the events cost in all (count x mean)
+    is the measured one. None without both."""
     if not median or not mean:
         return None
     import math
 
-    return median, (math.sqrt(2 * math.log(mean / median)) if mean > median else 0.0)
+    sigma = math.sqrt(2 * math.log(mean / median)) if mean > median else 0.0
+    return f'{{ dist = "lognormal", median = "{_dur(median)}", sigma = {sigma:.3g} }}'
 
 
 def _gaps(res: dict[str, Any]) -> dict[str, Optional[float]]:
@@ -145,9 +146,8 @@ def _gaps(res: dict[str, Any]) -> dict[str, Optional[float]]:
     90th percentile (ns), over all its vCPUs."""
     rates = [v["ops"] / v["wall_s"] for v in res["vcpus"] if v["wall_s"] > 0]
     s = sorted(x for v in res["vcpus"] for x in v["samples_ns"])
-    q = (lambda p: s[min(len(s) - 1, int(p * (len(s) - 1) + 0.5))]) if s else (lambda p: None)
-    return {"noise_rate": statistics.mean(rates) if rates else None, "noise_p50": q(0.5),
-            "noise_mean": statistics.mean(s) if s else None, "noise_p90": q(0.9)}
+    return {"noise_rate": statistics.mean(rates) if rates else None, "noise_p50": _quantile(s, 0.5) if s else None,
+            "noise_mean": statistics.mean(s) if s else None, "noise_p90": _quantile(s, 0.9) if s else None}
 
 
 def _kthreads() -> dict[int, tuple[int, int]]:
@@ -334,27 +334,20 @@ def profile_toml(cal: dict[str, Any], command: str, name: str) -> str:
     lines.append("")
     if val("cacheline_handoff") is not None:
         lines += ["[host.costs]", f"cacheline_transfer = {q(_dur(val('cacheline_handoff')))}  # cacheline_handoff", ""]
-    rate, p50, mean = val("noise_rate"), val("noise_p50"), val("noise_mean")
-    if rate and p50 and mean:
-        import math
-
-        sigma = math.sqrt(2 * math.log(mean / p50)) if mean > p50 else 0.0
+    rate, duration = val("noise_rate"), _lognormal(val("noise_p50"), val("noise_mean"))
+    if rate and duration:
         lines += ["[host.noise]", f"interrupt_rate = {rate:.4g}  # noise_rate",
-                  f"interrupt_duration = {{ dist = \"lognormal\", median = {q(_dur(p50))}, sigma = {sigma:.3g} }}"
-                  "  # noise_p50; sqrt(2 ln(noise_mean / noise_p50))"]
-        hr, hp50, hmean = val("housekeeping_rate"), val("housekeeping_p50"), val("housekeeping_mean")
-        if hr and hp50 and hmean:
-            hs = math.sqrt(2 * math.log(hmean / hp50)) if hmean > hp50 else 0.0
+                  f"interrupt_duration = {duration}  # noise_p50; sqrt(2 ln(noise_mean / noise_p50))"]
+        hr, run = val("housekeeping_rate"), _lognormal(val("housekeeping_p50"), val("housekeeping_mean"))
+        if hr and run:
             lines += [f"housekeeping_rate = {hr:.4g}  # housekeeping_rate",
-                      f"housekeeping_run = {{ dist = \"lognormal\", median = {q(_dur(hp50))}, sigma = {hs:.3g} }}"
-                      "  # housekeeping_p50; sqrt(2 ln(housekeeping_mean / housekeeping_p50))"]
+                      f"housekeeping_run = {run}  # housekeeping_p50; sqrt(2 ln(housekeeping_mean / housekeeping_p50))"]
         lines.append("")
     kv = []
     for kvm_key, key in (("ple_exit_cost", "exit_round_trip"), ("halt_wakeup_cost", "halt_wakeup")):
         fit = _lognormal(val(f"{key}_p50"), val(f"{key}_mean"))
         if fit is not None:
-            kv.append(f"{kvm_key} = {{ dist = \"lognormal\", median = {q(_dur(fit[0]))}, sigma = {fit[1]:.3g} }}"
-                      f"  # {key}_p50; sqrt(2 ln({key}_mean / {key}_p50)); {key}_p90 and _p99 above")
+            kv.append(f"{kvm_key} = {fit}  # {key}_p50; sqrt(2 ln({key}_mean / {key}_p50)); {key}_p90 and _p99 above")
         elif val(key) is not None:
             kv.append(f"{kvm_key} = {q(_dur(val(key)))}  # {key}")
     if kv:

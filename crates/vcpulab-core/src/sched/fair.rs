@@ -254,10 +254,6 @@ pub const WAKE_AFFINE_PARAM: super::ParamInfo = super::ParamInfo {
     help: "a wake-up by a running task (IPI, kick, host thread) may move the woken task to the waker's pCPU (select_task_rq_fair: wake_wide, wake_affine_idle, wake_affine_weight), as upstream; false: the search always starts from the previous pCPU",
 };
 
-/// One second, for `record_wakee`'s decay (`wakee_flip_decay_ts + HZ` jiffies); a jiffy
-/// is one `tick`.
-const NS_PER_SEC: u64 = 1_000_000_000;
-
 pub fn scale_factor(ncpus: usize) -> u64 {
     let n = ncpus.clamp(1, 8) as u64;
     1 + (63 - n.leading_zeros() as u64)
@@ -962,6 +958,13 @@ impl<P: FairPolicy> Fair<P> {
         self.check_preempt_wakeup(ctx, t, cpu);
     }
 
+    /// Nothing runs on pCPU `c` and nothing is queued there: the idleness every placement
+    /// rule (fork balancing, `wake_affine_idle`, `select_idle_sibling`) tests.
+    #[inline]
+    fn cpu_idle(&self, c: u32) -> bool {
+        self.h_nr[c as usize] == 0 && self.running[c as usize].is_none()
+    }
+
     /// `find_idlest_cpu` (6.x `sched_balance_find_dst_cpu`; 4.15 the same walk) for a new
     /// task: from the top domain down, the idlest group (socket, then core) and in the
     /// last one the idlest CPU. A group with idle CPUs beats one without; among those,
@@ -973,7 +976,7 @@ impl<P: FairPolicy> Fair<P> {
         let local = self.task_cpu[t as usize];
         let aff = &ctx.view.tasks[t as usize].affinity;
         let topo = &ctx.view.topo;
-        let idle = |c: usize| self.h_nr[c] == 0 && self.running[c].is_none();
+        let idle = |c: usize| self.cpu_idle(c as u32);
         // (idle CPUs, runnable tasks, allowed CPUs) of a set of pCPUs.
         let stats = |cpus: &mut dyn Iterator<Item = usize>| {
             cpus.filter(|&c| aff.contains(c))
@@ -1071,7 +1074,7 @@ impl<P: FairPolicy> Fair<P> {
         let w = waker as usize;
         let tick = self.tun.tick.ns().max(1);
         let jiffies = now.ns() / tick;
-        let hz = (NS_PER_SEC / tick).max(1);
+        let hz = (crate::time::NS_PER_S / tick).max(1); // HZ: a jiffy is one tick
         if jiffies > self.wakee_flip_decay[w] + hz {
             self.wakee_flips[w] >>= 1;
             self.wakee_flip_decay[w] = jiffies;
@@ -1123,7 +1126,7 @@ impl<P: FairPolicy> Fair<P> {
     /// `wake_affine` with `sync` = 0 (WF_SYNC is not modelled): `wake_affine_idle`, then
     /// `wake_affine_weight`; the waker's pCPU `this` or the previous pCPU `prev`.
     fn wake_affine(&mut self, t: TaskId, this: u32, prev: u32, level: usize) -> u32 {
-        let idle = |c: u32| self.h_nr[c as usize] == 0 && self.running[c as usize].is_none();
+        let idle = |c: u32| self.cpu_idle(c);
         // wake_affine_idle. An idle waker's pCPU means an interrupt woke the task: move it
         // only within the cache, and not away from an idle previous pCPU.
         let share_cache = self.domains[this as usize][1].contains(&prev);
@@ -1184,7 +1187,7 @@ impl<P: FairPolicy> Fair<P> {
     fn select_idle_sibling(&mut self, ctx: &SchedCtx, t: TaskId, prev: u32, target: u32) -> u32 {
         let affine = target != prev;
         let aff = &ctx.view.tasks[t as usize].affinity;
-        let idle = |c: u32| self.h_nr[c as usize] == 0 && self.running[c as usize].is_none();
+        let idle = |c: u32| self.cpu_idle(c);
         if aff.contains(target as usize) && idle(target) {
             if affine {
                 self.affine_counters.bump(affine::C_WA_TARGET_IDLE);
