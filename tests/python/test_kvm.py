@@ -176,7 +176,7 @@ def test_compare_rows(capsys):
     if sched is None:
         assert all(r["sim"] is None for r in rows) and why in rows[0]["note"]
         pytest.skip(f"sim assertions skipped: {why}")
-    assert all(r["sim"] is not None for r in rows)
+    assert all(r["sim"] is not None and len(r["sim_runs"]) == len(kvm_compare.SIM_SEEDS) for r in rows)
 
 
 def test_ple_cases_map_onto_the_sim_ple_model():

@@ -27,7 +27,7 @@ def test_every_case_stays_in_its_documented_band():
     # directions; the held-out cases are counted apart.
     within = [(r["case"], r["metric"]) for r in rows if r["band"] == [0.5, 2.0] and not r["held_out"]]
     held = [(r["case"], r["metric"]) for r in rows if r["band"] == [0.5, 2.0] and r["held_out"]]
-    assert (len(within), len(held)) == (24, 10), (within, held)
+    assert (len(within), len(held)) == (29, 10), (within, held)
     assert sum(1 for r in rows if not r["held_out"]) == 30
 
 
@@ -36,8 +36,35 @@ def test_a_simulated_barrier_round_waits_for_every_vcpu():
     4 ms ticks, never microseconds. The simulated side once sent its IPI to `"all"`, a TLB
     shootdown that skips vCPUs that have not run yet. The two vCPUs that ran first then
     looped freely for the first tick, giving 3 us per round on average (issue 27)."""
-    sim = kc.simulate(kc.select(["barrier-N4"])[0], "4ms")["ns_per_round"]
-    assert sim is not None and 4e6 <= sim <= 12e6, sim
+    sim, runs = kc.simulate(kc.select(["barrier-N4"])[0], "4ms")["ns_per_round"]
+    assert sim is not None and 4e6 <= sim <= 12e6, runs
+    assert len(runs) == len(kc.SIM_SEEDS) and all(r is not None and r >= 1e6 for r in runs), runs
+
+
+def test_the_simulated_side_is_the_median_of_its_seeds():
+    """Each row's `sim` is the median of the runs at `SIM_SEEDS`, which the row lists in
+    their order; and the seeds do give different runs (else the median would be a seed's in
+    disguise)."""
+    rows = kc.gate(["ple-yield"])
+    (r,) = rows
+    assert len(r["sim_runs"]) == len(kc.SIM_SEEDS) == 5
+    assert r["sim"] == sorted(r["sim_runs"])[2]
+    assert len(set(r["sim_runs"])) == len(r["sim_runs"]), r["sim_runs"]
+    one, runs = kc.simulate(kc.select(["ple-yield"])[0], ref.TICK, ref.PROFILE, seeds=(1,))["ns_per_op"]
+    assert runs == [r["sim_runs"][0]] and one == runs[0]
+
+
+def test_the_user_space_ple_family_has_the_real_shape():
+    """On real KVM the harness's pause-loop exits leave the ticket collapse about where it is
+    without them, whatever the policy (22-43 us per op against 30 us; docs/validation.md):
+    no policy is 1.5x slower or faster than none. The simulated side's medians must say the
+    same. (At seed 1 alone the model's exits made it 3-4x worse: a slow regime that seeds
+    1 and 3 of 1-10 land in.)"""
+    rows = {r["case"]: r for r in kc.gate(["ple-"])}
+    real = {c: r["real"] / rows["ple-none"]["real"] for c, r in rows.items()}
+    sim = {c: r["sim"] / rows["ple-none"]["sim"] for c, r in rows.items()}
+    assert all(0.5 <= v <= 1.5 for v in real.values()), real
+    assert all(0.5 <= v <= 1.5 for v in sim.values()), sim
 
 
 def _with_host_costs(monkeypatch, costs):
@@ -78,6 +105,6 @@ def test_the_gate_fails_when_the_profiles_cacheline_cost_is_lost(monkeypatch):
 def test_the_cli_reports_the_gate_and_fails_when_a_row_leaves_its_band():
     p = run_cli("kvm", "compare", "compute-N1", "ple-yield", "--reference")
     assert p.returncode == 0, p.stderr
-    assert "2 of 3 rows within 2x of real" in p.stdout  # ple-yield is in its pinned band
+    assert "3 of 3 rows within 2x of real" in p.stdout
     assert "0 outside their band" in p.stdout
     assert all(len(line) <= 100 for line in p.stdout.splitlines()), p.stdout

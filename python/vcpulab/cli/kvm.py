@@ -110,9 +110,12 @@ def cmd_kvm_compare(args: argparse.Namespace) -> int:
         if held:
             sys.stdout.write("\nheld out (cases no model parameter was taken from):\n")
         body = [[r["case"], r["metric"], r["unit"], num(r["real"], 4), num(r["real_spread"], 2), num(r["sim"], 4),
-                 num(r["ratio"], 3)] for r in part]
-        sys.stdout.write(table(["case", "metric", "unit", "real (median)", "spread", "sim", "sim/real"], body,
-                               right=[False, False, False, True, True, True, True]) + "\n")
+                 num(r["sim_spread"], 2), num(r["ratio"], 3)] for r in part]
+        sys.stdout.write(table(["case", "metric", "unit", "real (median)", "spread", "sim (median)", "spread", "sim/real"],
+                               body, right=[False, False, False, True, True, True, True, True]) + "\n")
+    runs = f"{args.repetitions} run{'s' if args.repetitions != 1 else ''}"
+    sys.stdout.write(f"real: the median of {runs} of {args.duration}; sim: the median of seeds "
+                     f"{', '.join(map(str, kc.SIM_SEEDS))}\nspread: (max - min) / median\n")
     sys.stdout.write(_within_line(rows) + "\n")
     notes = {r["case"]: r["note"] for r in rows if r["note"]}
     if notes:
@@ -176,10 +179,14 @@ def _kvm_gate(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(f"real: measured {ref.MEASURED[:10]} ({ref.KERNEL})\n"
                          f"sim: eevdf, tick {ref.TICK}, host profile {args.profile or ref.PROFILE}\n")
-        body = [[r["case"] + (" (held out)" if r["held_out"] else ""), r["metric"], num(r["real"], 4), num(r["sim"], 4),
-                 num(r["ratio"], 3), f"{r['band'][0]:g}-{r['band'][1]:g}", "yes" if r["in_band"] else "NO"] for r in rows]
-        sys.stdout.write(table(["case", "metric", "real", "sim", "sim/real", "band", "in band"], body,
-                               right=[False, False, True, True, True, True, False]) + "\n")
+        body = [[r["case"] + (" *" if r["held_out"] else ""), r["metric"], num(r["real"], 4), num(r["sim"], 4),
+                 num(r["sim_spread"], 2), num(r["ratio"], 3), f"{r['band'][0]:g}-{r['band'][1]:g}",
+                 "yes" if r["in_band"] else "NO"] for r in rows]
+        sys.stdout.write(table(["case", "metric", "real", "sim", "spread", "sim/real", "band", "in band"], body,
+                               right=[False, False, True, True, True, True, True, False]) + "\n")
+        sys.stdout.write(f"sim: the median of seeds {', '.join(map(str, kc.SIM_SEEDS))}; spread: (max - min) / median "
+                         "over them\n" + ("* held out: no model parameter was taken from this case\n"
+                                          if any(r["held_out"] for r in rows) else ""))
         out_ = [r for r in rows if not r["in_band"]]
         sys.stdout.write(f"{_within_line(rows)}; {len(out_)} outside their band\n")
         for r in out_:
