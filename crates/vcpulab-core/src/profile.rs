@@ -17,10 +17,16 @@ type Res<T> = Result<T, ScenarioError>;
 
 /// Profiles shipped with vcpulab: (name, text). Each was written by `vcpulab kvm
 /// calibrate` on the machine it names; its `[profile]` table says when and how.
-pub const SHIPPED: &[(&str, &str)] = &[(
-    "pvm-xeon-2cpu",
-    include_str!("../profiles/pvm-xeon-2cpu.toml"),
-)];
+pub const SHIPPED: &[(&str, &str)] = &[
+    (
+        "pvm-xeon-2cpu",
+        include_str!("../profiles/pvm-xeon-2cpu.toml"),
+    ),
+    (
+        "pvm-epyc-2cpu",
+        include_str!("../profiles/pvm-epyc-2cpu.toml"),
+    ),
+];
 
 /// `[kvm]` keys a profile may set: the costs of exits and wake-ups, not policy.
 const KVM_KEYS: &[&str] = &["ple_exit_cost", "halt_wakeup_cost"];
