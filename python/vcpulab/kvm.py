@@ -34,7 +34,12 @@ _UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "min": 60_0
 _DUR = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)\s*(ns|us|ms|s|min|h)\s*$")
 
 TOP_KEYS = {"name", "description", "duration", "seed", "kvm", "vm", "host", "scheduler", "warmup"}
-KVM_KEYS = {"repetitions", "mode", "timeout", "ple", "waker", "cgroup"}
+KVM_KEYS = {"repetitions", "mode", "timeout", "ple", "waker", "cgroup", "halt"}
+# [kvm] halt: how an `io` op's vCPU waits. "exit": an exit to the harness, which blocks the
+# vCPU thread on an eventfd (no in-kernel halt, no halt polling). "kernel": `sti; hlt` at
+# CPL0, a halt KVM handles in the kernel (with the host's halt polling), ended by an
+# interrupt the harness sends through an irqfd (program irq-wake).
+HALT_MODES = ("exit", "kernel")
 VM_KEYS = {"name", "vcpus", "spinlock", "workload", "vcpu_policy", "weight", "affinity", "guest_timeslice"}
 WORKLOAD_KEYS = {"kind", "threads", "ops", "unit", "arrivals"}
 POLICY_KEYS = {"vcpus", "affinity", "nice", "sched", "priority", "slice", "deadline", "cgroup"}
@@ -297,6 +302,9 @@ def to_config(sc: Mapping[str, Any], origin: str = "<dict>", duration: Optional[
     spinlock = vm.get("spinlock", "ticket")
     vcpus: list[dict[str, Any]] = []
     workloads = []
+    halt = kvm.get("halt", "exit")
+    if halt not in HALT_MODES:
+        raise ctx.err("kvm.halt", f"{halt!r}: expected \"exit\" or \"kernel\"")
     for wi, w in enumerate(vm.get("workload", [])):
         p = f"vm[0].workload[{wi}]"
         w = ctx.keys(w, WORKLOAD_KEYS, p)
@@ -304,6 +312,8 @@ def to_config(sc: Mapping[str, Any], origin: str = "<dict>", duration: Optional[
             raise ctx.err(f"{p}.kind", f"{w.get('kind')!r}: the harness runs kind = \"program\" workloads only")
         threads = ctx.int_(w.get("threads", 1), f"{p}.threads", 0)
         prog = _program(w.get("ops"), ctx, f"{p}.ops", spinlock)
+        if prog["program"] == "wake" and halt == "kernel":
+            prog["program"] = "irq-wake"
         workloads.append({"kind": "program", "program": prog["program"], "threads": threads, "unit": w.get("unit")})
         for _ in range(threads):
             vcpus.append({**prog, "group": wi, "policy": {}})
@@ -385,7 +395,7 @@ def _jain(xs: list[float]) -> Optional[float]:
 
 
 _UNIT = {"compute": "ops/s", "tas": "acquisitions/s", "ticket": "acquisitions/s", "barrier": "rounds/s",
-         "wake": "wake-ups/s", "timer": "timer expiries/s", "idle": "ops/s"}
+         "wake": "wake-ups/s", "irq-wake": "wake-ups/s", "timer": "timer expiries/s", "idle": "ops/s"}
 
 
 def _workload_stats(res: dict[str, Any], group: int, program: str) -> dict[str, Any]:
@@ -411,9 +421,9 @@ def primary_metric(program: str, ws: dict[str, Any]) -> tuple[str, str, Optional
         return "ns_per_op", "ns", ws.get("ns_per_op")
     if program == "barrier":
         return "ns_per_round", "ns", ws.get("ns_per_round")
-    if program in ("wake", "timer"):
+    if program in ("wake", "irq-wake", "timer"):
         lat = ws.get("latency_ms")
-        return ("wake_p50" if program == "wake" else "timer_lateness_p50"), "us", (lat["p50"] * 1e3 if lat else None)
+        return ("timer_lateness_p50" if program == "timer" else "wake_p50"), "us", (lat["p50"] * 1e3 if lat else None)
     return "throughput", "ops/s", ws.get("throughput")
 
 

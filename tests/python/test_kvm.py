@@ -135,6 +135,34 @@ def test_bad_scenarios_exit_2(tmp_path, capsys):
     assert code == 2 and "colour: unknown key" in err
 
 
+def test_kvm_halt_kernel_runs_io_as_an_interrupt_wake_and_a_bad_value_is_named():
+    sc = {"name": "h", "duration": "1s", "kvm": {"halt": "kernel"},
+          "vm": [{"name": "g", "vcpus": 2, "workload": [{"kind": "program", "threads": 1, "ops": PROGRAMS["wake"]},
+                                                        {"kind": "program", "threads": 1, "ops": PROGRAMS["compute"]}]}]}
+    cfg, _ = kvm.to_config(sc)
+    assert [v["program"] for v in cfg["vcpus"]] == ["irq-wake", "compute"]
+    assert [v["program"] for v in kvm.to_config({**sc, "kvm": {}})[0]["vcpus"]] == ["wake", "compute"]
+    with pytest.raises(kvm.ScenarioError) as e:
+        kvm.to_config({**sc, "kvm": {"halt": "guest"}})
+    assert "kvm.halt" in str(e.value) and "exit" in str(e.value) and "kernel" in str(e.value)
+
+
+@needs_kvm
+def test_an_interrupt_wakes_a_vcpu_halted_in_the_kernel(tmp_path, capsys):
+    """[kvm] halt = "kernel": the vCPU halts at CPL0 (`sti; hlt`, a halt KVM handles in the
+    kernel) and the harness's MSI through an irqfd wakes it; every op is one such halt."""
+    path = scenario(tmp_path, PROGRAMS["wake"], vcpus=1, kvm_table={"halt": "kernel"}, name="irq")
+    code, out, err = run_cli(capsys, "kvm", "run", path, "--json")
+    assert code == 0, err
+    s = json.loads(out)
+    assert s["harness"] == "kvm"
+    v0 = s["vms"][0]["vcpus"][0]
+    lat = s["vms"][0]["latency_ms"]
+    assert lat["count"] >= 20 and 0 < lat["p50"] < 50, lat  # ms; the floor is tens of us
+    # in-kernel halts (not exits to the harness) and wake-ups, one per op at least
+    assert v0["kvm_stats"].get("halt_exits", 0) >= lat["count"] and v0["kvm_stats"].get("halt_wakeup", 0) >= lat["count"]
+
+
 def test_a_bad_duration_override_blames_the_flag():
     sc = {"name": "b", "duration": "1s", "vm": [{"name": "g", "vcpus": 1}]}
     with pytest.raises(vcpulab.ScenarioError, match=r"^--duration: expected a duration .* got '5'"):
@@ -157,7 +185,8 @@ def test_shipped_kvm_scenarios_validate():
 def test_compare_list(capsys):
     code, out, _ = run_cli(capsys, "kvm", "compare", "--list")
     assert code == 0
-    for cid in ("compute-N8", "tas-N8", "ticket-N4", "barrier-N4", "wake-busy7-nice19", "shares-8192-vs-128", "ple-migrate"):
+    for cid in ("compute-N8", "tas-N8", "ticket-N4", "barrier-N4", "wake-busy7-nice19", "shares-8192-vs-128", "ple-migrate",
+                "irq-wake", "halt-poll"):
         assert cid in out
 
 

@@ -40,8 +40,9 @@ def _p50_us(sc: dict) -> float:
 @needs_linux
 def test_calibration_programs_run_and_their_profile_reaches_a_simulation(tmp_path):
     cal = kvm_calibrate.calibrate("50ms", 1, mode="threads")
-    latency = {f"{k}_{s}" for k in ("exit_round_trip", "halt_wakeup") for s in ("p50", "mean", "p90", "p99")}
-    assert set(cal["values"]) == {"exit_round_trip", "halt_wakeup", "cacheline_handoff", "slice",
+    latency = {f"{k}_{s}" for k in ("exit_round_trip", "halt_wakeup", "interrupt_wakeup")
+               for s in ("p50", "mean", "p90", "p99")}
+    assert set(cal["values"]) == {"exit_round_trip", "halt_wakeup", "interrupt_wakeup", "cacheline_handoff", "slice",
                                   "housekeeping_rate", "housekeeping_p50", "housekeeping_mean",
                                   "noise_rate", "noise_p50", "noise_mean", "noise_p90"} | latency
     for key, v in cal["values"].items():

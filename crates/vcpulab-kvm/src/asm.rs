@@ -306,6 +306,34 @@ impl Asm {
         self.code.push(0xF4);
     }
 
+    /// `sti` (FB): interrupts on after the next instruction, so `sti; hlt` cannot miss an
+    /// interrupt between the two.
+    pub fn sti(&mut self) {
+        self.code.push(0xFB);
+    }
+
+    /// `cli` (FA).
+    pub fn cli(&mut self) {
+        self.code.push(0xFA);
+    }
+
+    /// `iretq` (48 CF): return from an interrupt handler.
+    pub fn iretq(&mut self) {
+        self.b(&[0x48, 0xCF]);
+    }
+
+    /// `mov dword [m], imm32` (C7 /0 id, no REX.W): a 32-bit store, as the local APIC's
+    /// registers take (KVM ignores MMIO writes of other sizes to them).
+    pub fn store_imm32(&mut self, dst: Mem, imm: u32) {
+        let base = dst.base as u8;
+        if base >= 8 {
+            self.code.push(0x41); // REX.B
+        }
+        self.code.push(0xC7);
+        self.modrm_mem(0, dst);
+        self.b(&imm.to_le_bytes());
+    }
+
     /// `jmp rel32` (E9 cd).
     pub fn jmp(&mut self, l: Label) {
         self.code.push(0xE9);
@@ -357,6 +385,23 @@ mod tests {
 
     // Expected bytes are what GNU as 2.x (`as --64`, intel syntax) emits for the same
     // instruction with a disp32 operand.
+    #[test]
+    fn interrupt_instructions() {
+        assert_eq!(one(|a| a.sti()), [0xFB]);
+        assert_eq!(one(|a| a.cli()), [0xFA]);
+        assert_eq!(one(|a| a.iretq()), [0x48, 0xCF]);
+        // mov dword ptr [r15+0x0], 0   (disp32)
+        assert_eq!(
+            one(|a| a.store_imm32(m(R15, 0), 0)),
+            [0x41, 0xC7, 0x87, 0, 0, 0, 0, 0, 0, 0, 0]
+        );
+        // mov dword ptr [rax+0xb0], 0x1ff
+        assert_eq!(
+            one(|a| a.store_imm32(m(Rax, 0xb0), 0x1ff)),
+            [0xC7, 0x80, 0xB0, 0, 0, 0, 0xFF, 0x01, 0, 0]
+        );
+    }
+
     #[test]
     fn moves() {
         // movabs rax, 0x1122334455667788

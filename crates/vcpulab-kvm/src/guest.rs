@@ -80,6 +80,16 @@ pub const PORT_HALT: u8 = 0x22;
 pub const PORT_SLEEP: u8 = 0x23;
 /// Calibration: an exit the harness resumes at once.
 pub const PORT_NULL: u8 = 0x24;
+/// `irq-wake`: the harness schedules the vCPU's interrupt after the io latency and resumes
+/// it at once (the vCPU then halts in the kernel until the interrupt).
+pub const PORT_IRQ_ARM: u8 = 0x25;
+
+/// The interrupt vector of the `irq-wake` program's wake-up (an MSI the harness sends
+/// through an irqfd), and the local APIC's end-of-interrupt register (xAPIC MMIO).
+pub const IRQ_VECTOR: u8 = 0x40;
+pub const LAPIC_EOI: u64 = 0xFEE0_00B0;
+/// The IDT of `irq-wake` vCPUs: 256 16-byte gates, of which only [`IRQ_VECTOR`] is present.
+pub const IDT: u64 = 0x8000;
 
 pub fn group_addr(g: usize) -> u64 {
     GROUPS + g as u64 * GROUP_SIZE
@@ -122,6 +132,13 @@ pub enum Program {
     /// when even, role 1 when odd, each polling with PAUSE); one op is one handoff of the
     /// counter's cache line from one spinning vCPU to the other.
     PingPong,
+    /// `io` woken by an interrupt: at CPL0, ask the harness for an interrupt after the io
+    /// latency (`out PORT_IRQ_ARM`), then `sti; hlt`, a halt KVM handles in the kernel
+    /// (with halt polling, as a guest kernel's idle loop); the harness stamps the TSC and
+    /// writes the vCPU's irqfd, routed as an MSI to it; the handler acknowledges it (EOI).
+    /// The sample is guest TSC after the halt minus the host's stamp. PVM emulates every
+    /// CPL0 instruction (~1 us each), so the handler and the loop add a few us.
+    IrqWake,
     /// Calibration: read the TSC in a tight loop and record every gap longer than the
     /// threshold (`sleep_ns`, in the slot's `P_SLEEP` as TSC ticks): the time the vCPU lost
     /// to the host (its interrupts, the tick, other threads) while it was running. One op
@@ -130,7 +147,7 @@ pub enum Program {
 }
 
 impl Program {
-    pub const ALL: [Program; 10] = [
+    pub const ALL: [Program; 11] = [
         Program::Compute,
         Program::Tas,
         Program::Ticket,
@@ -141,6 +158,7 @@ impl Program {
         Program::NullExit,
         Program::PingPong,
         Program::Gaps,
+        Program::IrqWake,
     ];
 
     pub fn name(self) -> &'static str {
@@ -155,14 +173,22 @@ impl Program {
             Program::NullExit => "null-exit",
             Program::PingPong => "ping-pong",
             Program::Gaps => "gaps",
+            Program::IrqWake => "irq-wake",
         }
+    }
+
+    /// Runs at CPL0 with interrupts (an in-kernel irqchip, an IDT): only `irq-wake`.
+    pub fn kernel_mode(self) -> bool {
+        self == Program::IrqWake
     }
 }
 
-/// The assembled code and each program's entry offset (from [`CODE`]).
+/// The assembled code, each program's entry offset (from [`CODE`]) and the interrupt
+/// handler's.
 pub struct GuestCode {
     pub code: Vec<u8>,
     pub entries: Vec<(Program, usize)>,
+    pub irq_handler: usize,
 }
 
 impl GuestCode {
@@ -184,9 +210,19 @@ pub fn assemble() -> Result<GuestCode, AsmError> {
         entries.push((p, a.pos()));
         emit(&mut a, p);
     }
+    // The handler of IRQ_VECTOR for `irq-wake` (r15 = LAPIC_EOI, set by the program):
+    // acknowledge and return to the instruction after the `hlt`. It touches no register or
+    // flag, so it needs no saves.
+    let irq_handler = a.pos();
+    a.store_imm32(m(R15, 0), 0);
+    a.iretq();
     let code = a.finish()?;
     assert!(code.len() <= CODE_MAX);
-    Ok(GuestCode { code, entries })
+    Ok(GuestCode {
+        code,
+        entries,
+        irq_handler,
+    })
 }
 
 fn emit(a: &mut Asm, p: Program) {
@@ -256,17 +292,27 @@ fn emit(a: &mut Asm, p: Program) {
             a.inc(Rsi);
             stop_or(a, top, done);
         }
-        Program::Wake | Program::Timer => {
+        Program::Wake | Program::Timer | Program::IrqWake => {
             let (top, full) = (a.label(), a.label());
+            if p == Program::IrqWake {
+                a.mov_imm(R15, LAPIC_EOI); // for the interrupt handler
+            }
             a.bind(top);
             a.delay(R13);
-            if p == Program::Timer {
-                a.rdtsc64();
-                a.add_load(Rax, m(R8, P_SLEEP));
-                a.store(m(R8, R_STAMP), Rax); // the deadline
-                a.out(PORT_SLEEP);
-            } else {
-                a.out(PORT_HALT);
+            match p {
+                Program::Timer => {
+                    a.rdtsc64();
+                    a.add_load(Rax, m(R8, P_SLEEP));
+                    a.store(m(R8, R_STAMP), Rax); // the deadline
+                    a.out(PORT_SLEEP);
+                }
+                Program::IrqWake => {
+                    a.out(PORT_IRQ_ARM);
+                    a.sti();
+                    a.hlt(); // the handler returns here
+                    a.cli();
+                }
+                _ => a.out(PORT_HALT),
             }
             a.rdtsc64();
             a.sub_load(Rax, m(R8, R_STAMP)); // latency in TSC ticks
@@ -442,7 +488,7 @@ mod tests {
             let body = &g.code[w[0].1..w[1].1];
             let ports: Vec<u8> = body
                 .windows(2)
-                .filter(|b| b[0] == 0xE6 && b[1] >= 0x20 && b[1] <= 0x24)
+                .filter(|b| b[0] == 0xE6 && b[1] >= 0x20 && b[1] <= 0x25)
                 .map(|b| b[1])
                 .collect();
             let want: &[u8] = match w[0].0 {
@@ -453,6 +499,7 @@ mod tests {
                 Program::PingPong => &[PORT_PLE, PORT_DONE],
                 Program::Gaps => &[PORT_DONE],
                 Program::Timer => &[PORT_SLEEP, PORT_DONE],
+                Program::IrqWake => &[PORT_IRQ_ARM, PORT_DONE],
             };
             assert_eq!(ports, want, "{:?}", w[0].0);
         }
@@ -461,6 +508,7 @@ mod tests {
     #[test]
     fn layout_regions_do_not_overlap() {
         assert!(CODE + CODE_MAX as u64 <= GLOBAL);
+        const { assert!(PD + 4 * 0x1000 <= IDT && IDT + 256 * 16 <= TSS) };
         assert!(group_addr(MAX_GROUPS) <= SLOTS);
         assert!(slot_addr(MAX_VCPUS) <= STEAL);
         assert!(steal_addr(MAX_VCPUS) <= SAMPLES);

@@ -429,6 +429,18 @@ fn waker_thread(ctx: Arc<Ctx>, rx: mpsc::Receiver<WakeRequest>) {
     }
 }
 
+/// At stop: writes every vCPU's eventfd, which returns a `wake` vCPU from its blocking read
+/// and sends an `irq-wake` vCPU its interrupt. The latter's stamp is set first to what a
+/// `wake` vCPU woken by the stop gets, so that its last sample is dropped the same way.
+fn release_halted(ctx: &Ctx) {
+    for (v, e) in ctx.efds.iter().enumerate() {
+        if ctx.cfg.vcpus[v].program == Program::IrqWake {
+            ctx.mem.set(slot_addr(v) + R_STAMP as u64, u64::MAX);
+        }
+        e.signal();
+    }
+}
+
 struct EventFd(i32);
 
 impl EventFd {
@@ -504,17 +516,7 @@ impl Ctx {
             }
             PORT_HALT => {
                 if !self.stopped() {
-                    let d = self.cfg.vcpus[v]
-                        .io
-                        .clone()
-                        .unwrap_or(crate::config::Dist::Fixed {
-                            value_ns: 1_000_000,
-                        });
-                    let u = self.next_uniform(v);
-                    let at = Instant::now() + Duration::from_nanos(d.draw(u));
-                    if let Some(tx) = self.waker.lock().unwrap().as_ref() {
-                        let _ = tx.send(WakeRequest { vcpu: v, at });
-                    }
+                    self.schedule_wake(v);
                     while !self.efds[v].wait() {
                         if INTERRUPTED.load(SeqCst) || self.stopping.load(SeqCst) {
                             break;
@@ -524,6 +526,14 @@ impl Ctx {
                 if self.stopped() {
                     // woken by the stop, not the waker: make the last sample ~0, dropped later
                     self.mem.set(slot_addr(v) + R_STAMP as u64, u64::MAX);
+                }
+                Ok(Next::Resume)
+            }
+            PORT_IRQ_ARM => {
+                // The interrupt comes from the waker, through the vCPU's eventfd, which is
+                // its irqfd; the vCPU resumes at once and halts in the kernel until then.
+                if !self.stopped() {
+                    self.schedule_wake(v);
                 }
                 Ok(Next::Resume)
             }
@@ -547,6 +557,22 @@ impl Ctx {
                 Ok(Next::Resume)
             }
             p => Err(format!("unexpected port write {p:#x}")),
+        }
+    }
+
+    /// Asks the waker to wake vCPU `v` (write its eventfd) after a draw of its io latency
+    /// (default 1 ms).
+    fn schedule_wake(&self, v: usize) {
+        let d = self.cfg.vcpus[v]
+            .io
+            .clone()
+            .unwrap_or(crate::config::Dist::Fixed {
+                value_ns: 1_000_000,
+            });
+        let u = self.next_uniform(v);
+        let at = Instant::now() + Duration::from_nanos(d.draw(u));
+        if let Some(tx) = self.waker.lock().unwrap().as_ref() {
+            let _ = tx.send(WakeRequest { vcpu: v, at });
         }
     }
 
@@ -682,6 +708,9 @@ pub fn run(cfg: Config) -> Result<RunResult> {
     let _signals = SignalGuard::install()?;
     let cgroups = Cgroups::create(&cfg.cgroups)?;
     let efds = (0..n).map(|_| EventFd::new()).collect::<Result<Vec<_>>>()?;
+    if let Some(vm) = &vm {
+        vm.route_interrupts(&efds.iter().map(|e| e.0).collect::<Vec<_>>())?;
+    }
     let (wtx, wrx) = mpsc::channel();
     let ctx = Arc::new(Ctx {
         mem,
@@ -791,9 +820,7 @@ pub fn run(cfg: Config) -> Result<RunResult> {
     // wind down: stop everything that may still be waiting, join, restore
     ctx.mem.set(GLOBAL + G_STOP as u64, 1);
     ctx.stopping.store(true, SeqCst);
-    for e in &ctx.efds {
-        e.signal();
-    }
+    release_halted(&ctx);
     let mut per = Vec::new();
     for h in handles {
         per.push(
@@ -928,9 +955,7 @@ fn monitor<T>(ctx: &Ctx, handles: &[std::thread::JoinHandle<T>]) -> Result<()> {
     ctx.mem.set(GLOBAL + G_STOP as u64, 1);
     ctx.stopping.store(true, SeqCst);
     ctx.ple.expire(true);
-    for e in &ctx.efds {
-        e.signal();
-    }
+    release_halted(ctx);
     let grace = Duration::from_secs(5).max(dur);
     let t1 = Instant::now();
     while ctx.finished.load(SeqCst) < n as usize {

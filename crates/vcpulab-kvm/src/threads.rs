@@ -128,7 +128,8 @@ impl VcpuRunner for HostThread {
                         }
                     }
                 }
-                Program::Wake | Program::Timer => loop {
+                // Thread mode has no interrupts: `irq-wake` blocks as `wake` does.
+                Program::Wake | Program::Timer | Program::IrqWake => loop {
                     delay_loop(ncs);
                     if prog == Program::Timer {
                         m.set(slot + R_STAMP as u64, rdtsc() + p(P_SLEEP));

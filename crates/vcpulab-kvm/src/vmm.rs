@@ -1,7 +1,9 @@
 //! The minimal VMM: one VM, 32 MiB of guest RAM identity-mapped with 2 MiB user pages,
 //! N vCPUs in 64-bit long mode at CPL3 (IOPL 3, so `out` exits to us). No in-kernel
-//! irqchip: every vCPU is runnable from the start (no INIT/SIPI), and interrupts are not
-//! needed because wake-ups use blocking exits.
+//! irqchip, unless a vCPU runs `irq-wake`: wake-ups use blocking exits. With `irq-wake`
+//! the VM gets a split irqchip (local APICs in the kernel), every vCPU is made runnable (the APs would otherwise
+//! wait for INIT/SIPI) with its local APIC enabled, the `irq-wake` vCPUs run at CPL0 with an
+//! IDT, and the harness's eventfd of each is an irqfd routed as an MSI to it.
 
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -9,11 +11,13 @@ use crate::guest::*;
 use crate::harness::{self, Ctx, Memory, Next, VcpuRunner};
 use crate::stats::KvmStats;
 use kvm_bindings::{
-    kvm_msr_entry, kvm_segment, kvm_userspace_memory_region, Msrs, KVM_MAX_CPUID_ENTRIES,
+    kvm_enable_cap, kvm_irq_routing_entry, kvm_mp_state, kvm_msr_entry, kvm_segment,
+    kvm_userspace_memory_region, KvmIrqRouting, Msrs, KVM_CAP_SPLIT_IRQCHIP, KVM_IRQ_ROUTING_MSI,
+    KVM_MAX_CPUID_ENTRIES, KVM_MP_STATE_RUNNABLE,
 };
 use kvm_ioctls::{Kvm, VcpuExit, VcpuFd, VmFd};
 use std::collections::BTreeMap;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend, GuestMemoryMmap};
 
 /// MSR_KVM_STEAL_TIME.
@@ -58,6 +62,21 @@ impl Vm {
         let code = assemble().map_err(|e| Error::Memory(e.to_string()))?;
         mem.write_slice(&code.code, GuestAddress(CODE))
             .map_err(|e| Error::Memory(format!("{e}")))?;
+        let irqchip = cfg.vcpus.iter().any(|v| v.program.kernel_mode());
+        if irqchip {
+            // A split irqchip: the local APICs in the kernel, no in-kernel PIC or IOAPIC.
+            // KVM_CREATE_IRQCHIP's PIC would take ports 0x20-0x21 (PORT_DONE, PORT_PLE)
+            // in the kernel, so those exits would never reach the harness. 24: the IOAPIC
+            // pins reserved below the MSI routes (whose GSIs start there).
+            let cap = kvm_enable_cap {
+                cap: KVM_CAP_SPLIT_IRQCHIP,
+                args: [24, 0, 0, 0],
+                ..Default::default()
+            };
+            vm.enable_cap(&cap)
+                .map_err(|e| Error::Kvm("KVM_ENABLE_CAP(KVM_CAP_SPLIT_IRQCHIP)", e.errno()))?;
+            write_idt_gate(&mem, IRQ_VECTOR, CODE + code.irq_handler as u64)?;
+        }
 
         let cpuid = kvm
             .get_supported_cpuid(KVM_MAX_CPUID_ENTRIES)
@@ -78,7 +97,16 @@ impl Vm {
             }
             fd.set_cpuid2(&c)
                 .map_err(|e| Error::Kvm("KVM_SET_CPUID2", e.errno()))?;
-            setup_vcpu(&fd, i, code.entry(vc.program), vc.group)?;
+            setup_vcpu(
+                &fd,
+                i,
+                code.entry(vc.program),
+                vc.group,
+                vc.program.kernel_mode(),
+            )?;
+            if irqchip {
+                enable_lapic(&fd)?;
+            }
             let msrs = Msrs::from_entries(&[kvm_msr_entry {
                 index: MSR_KVM_STEAL_TIME,
                 data: steal_addr(i) | 1,
@@ -101,6 +129,13 @@ impl Vm {
             mem,
             host,
             kvm,
+            irq_vcpus: cfg
+                .vcpus
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.program.kernel_mode())
+                .map(|(i, _)| i)
+                .collect(),
         })
     }
 }
@@ -136,7 +171,35 @@ fn write_tables(mem: &GuestMemoryMmap) -> Result<()> {
     Ok(())
 }
 
-fn setup_vcpu(fd: &VcpuFd, i: usize, entry: u64, group: usize) -> Result<()> {
+/// A 64-bit interrupt gate (DPL 0, kernel code selector 0x08, no IST) for `vector`.
+fn write_idt_gate(mem: &GuestMemoryMmap, vector: u8, handler: u64) -> Result<()> {
+    let lo = (handler & 0xffff)
+        | (0x08 << 16)
+        | (0x8E00u64 << 32) // present, DPL 0, type 0xE (64-bit interrupt gate)
+        | ((handler >> 16 & 0xffff) << 48);
+    let at = IDT + 16 * vector as u64;
+    w(mem, lo, at)?;
+    w(mem, handler >> 32, at + 8)
+}
+
+/// With an in-kernel irqchip: the vCPU runnable from the start, and its local APIC
+/// software-enabled (spurious-interrupt vector register, offset 0xF0: bit 8, vector 0xFF).
+fn enable_lapic(fd: &VcpuFd) -> Result<()> {
+    fd.set_mp_state(kvm_mp_state {
+        mp_state: KVM_MP_STATE_RUNNABLE,
+    })
+    .map_err(|e| Error::Kvm("KVM_SET_MP_STATE", e.errno()))?;
+    let mut lapic = fd
+        .get_lapic()
+        .map_err(|e| Error::Kvm("KVM_GET_LAPIC", e.errno()))?;
+    for (k, b) in 0x1FFu32.to_le_bytes().iter().enumerate() {
+        lapic.regs[0xF0 + k] = *b as _;
+    }
+    fd.set_lapic(&lapic)
+        .map_err(|e| Error::Kvm("KVM_SET_LAPIC", e.errno()))
+}
+
+fn setup_vcpu(fd: &VcpuFd, i: usize, entry: u64, group: usize, kernel: bool) -> Result<()> {
     let mut s = fd
         .get_sregs()
         .map_err(|e| Error::Kvm("KVM_GET_SREGS", e.errno()))?;
@@ -162,6 +225,23 @@ fn setup_vcpu(fd: &VcpuFd, i: usize, entry: u64, group: usize) -> Result<()> {
         l: 0,
         ..code
     };
+    // `irq-wake` runs at CPL0 (kernel code 0x08, data 0x10), with the IDT of its interrupt.
+    let (code, data) = if kernel {
+        (
+            kvm_segment {
+                selector: 0x08,
+                dpl: 0,
+                ..code
+            },
+            kvm_segment {
+                selector: 0x10,
+                dpl: 0,
+                ..data
+            },
+        )
+    } else {
+        (code, data)
+    };
     s.cs = code;
     s.ds = data;
     s.es = data;
@@ -170,8 +250,9 @@ fn setup_vcpu(fd: &VcpuFd, i: usize, entry: u64, group: usize) -> Result<()> {
     s.ss = data;
     s.gdt.base = GDT;
     s.gdt.limit = 7 * 8 - 1;
-    s.idt.base = 0;
-    s.idt.limit = 0; // no IDT: any guest exception ends in a shutdown exit
+    // Without an IDT any guest exception ends in a shutdown exit; `irq-wake`'s has its
+    // one interrupt gate.
+    (s.idt.base, s.idt.limit) = if kernel { (IDT, 256 * 16 - 1) } else { (0, 0) };
     s.tr = kvm_segment {
         base: TSS,
         limit: 0x67,
@@ -192,7 +273,13 @@ fn setup_vcpu(fd: &VcpuFd, i: usize, entry: u64, group: usize) -> Result<()> {
         .map_err(|e| Error::Kvm("KVM_GET_REGS", e.errno()))?;
     r.rip = entry;
     r.rflags = 0x3002; // IOPL 3: `out` is allowed at CPL3 and exits to the harness
-    r.rsp = samples_addr(i); // unused by the programs (no calls), but valid
+                       // Unused by the programs (no calls), but valid; an `irq-wake` vCPU's interrupt frame
+                       // goes on it, so that one is the top of the vCPU's own slot page.
+    r.rsp = if kernel {
+        slot_addr(i) + SLOT_SIZE
+    } else {
+        samples_addr(i)
+    };
     r.rbp = GLOBAL;
     r.rbx = group_addr(group);
     r.r8 = slot_addr(i);
@@ -216,6 +303,8 @@ pub struct BuiltVm {
     host: *mut u8,
     #[allow(dead_code)]
     kvm: Kvm,
+    /// The vCPUs that run `irq-wake` (their interrupts are routed by `route_interrupts`).
+    irq_vcpus: Vec<usize>,
 }
 
 // SAFETY: `host` is only a cached address of `mem`'s mapping, which is Send.
@@ -229,6 +318,42 @@ impl BuiltVm {
     pub fn tsc_hz(&self) -> Option<f64> {
         let v = self.vcpus.iter().flatten().next()?;
         v.fd.get_tsc_khz().ok().map(|k| k as f64 * 1000.0)
+    }
+
+    /// Routes an MSI with `IRQ_VECTOR` to each `irq-wake` vCPU and makes its eventfd
+    /// (`efds[v]`, the one the harness's waker writes) the irqfd that sends it. GSIs from 24,
+    /// past the IOAPIC's pins.
+    pub fn route_interrupts(&self, efds: &[RawFd]) -> Result<()> {
+        if self.irq_vcpus.is_empty() {
+            return Ok(());
+        }
+        let mut routing = KvmIrqRouting::new(self.irq_vcpus.len())
+            .map_err(|_| Error::Memory("irq routing table".into()))?;
+        for (k, &v) in self.irq_vcpus.iter().enumerate() {
+            let mut e = kvm_irq_routing_entry {
+                gsi: 24 + v as u32,
+                type_: KVM_IRQ_ROUTING_MSI,
+                ..Default::default()
+            };
+            e.u.msi.address_lo = 0xFEE0_0000 | (v as u32) << 12; // fixed, physical, APIC id v
+            e.u.msi.data = IRQ_VECTOR as u32; // edge, fixed delivery
+            routing.as_mut_slice()[k] = e;
+        }
+        self.vm
+            .set_gsi_routing(&routing)
+            .map_err(|e| Error::Kvm("KVM_SET_GSI_ROUTING", e.errno()))?;
+        for &v in &self.irq_vcpus {
+            // SAFETY: efds[v] is an open eventfd the harness owns for the whole run; the
+            // wrapper is never dropped (ManuallyDrop), so it does not close it. KVM_IRQFD
+            // takes its own reference to the eventfd.
+            let fd = std::mem::ManuallyDrop::new(unsafe {
+                vmm_sys_util::eventfd::EventFd::from_raw_fd(efds[v])
+            });
+            self.vm
+                .register_irqfd(&fd, 24 + v as u32)
+                .map_err(|e| Error::Kvm("KVM_IRQFD", e.errno()))?;
+        }
+        Ok(())
     }
 
     pub fn take_vcpus(&mut self) -> Vec<Box<dyn VcpuRunner>> {

@@ -174,6 +174,10 @@ def _kvm_gate(args: argparse.Namespace) -> int:
     from .._format import num, table
 
     rows = kc.gate(args.cases, args.profile)
+    unreferenced = [c["id"] for c in kc.select(args.cases) if c["id"] not in {r[0] for r in ref.ROWS}]
+    if unreferenced:
+        sys.stderr.write(f"vcpulab: notice: no reference rows for {', '.join(unreferenced)} (cases added after the "
+                         f"reference was measured); `vcpulab kvm compare {' '.join(unreferenced)}` measures them\n")
     if args.json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
     else:
