@@ -1,9 +1,10 @@
 //! The minimal VMM: one VM, 32 MiB of guest RAM identity-mapped with 2 MiB user pages,
 //! N vCPUs in 64-bit long mode at CPL3 (IOPL 3, so `out` exits to us). No in-kernel
 //! irqchip, unless a vCPU runs `irq-wake`: wake-ups use blocking exits. With `irq-wake`
-//! the VM gets a split irqchip (local APICs in the kernel), every vCPU is made runnable (the APs would otherwise
-//! wait for INIT/SIPI) with its local APIC enabled, the `irq-wake` vCPUs run at CPL0 with an
-//! IDT, and the harness's eventfd of each is an irqfd routed as an MSI to it.
+//! the VM gets a split irqchip (local APICs in the kernel), every vCPU is made runnable
+//! (the APs would otherwise wait for INIT/SIPI) with its local APIC enabled, the
+//! `irq-wake` vCPUs run at CPL0 with an IDT, and the harness's eventfd of each is an
+//! irqfd routed as an MSI to it.
 
 use crate::config::Config;
 use crate::error::{Error, Result};
