@@ -195,6 +195,14 @@ def _jain(xs: list[float]) -> Optional[float]:
     return K._jain(xs)
 
 
+def _waker_vm(rate: float, weight: int) -> dict[str, Any]:
+    """The simulated side of the wake-up cases' woken vCPU: a 1 us serve op per request,
+    requests arriving as a Poisson process at `rate` per second."""
+    return {"name": "waker", "vcpus": 1, "weight": weight,
+            "workload": [{"kind": "program", "threads": 1, "ops": [{"op": "serve", "service": "1us"}],
+                          "arrivals": {"process": "poisson", "rate": rate}}]}
+
+
 def cases() -> list[dict[str, Any]]:
     """Every case: id, real scenario, sim scenario builder (sched -> dict or None), rows."""
     out: list[dict[str, Any]] = []
@@ -204,6 +212,9 @@ def cases() -> list[dict[str, Any]]:
         out.append({"id": cid, "real": real, "sim": sim, "rows": rows, "note": note, "held_out": held_out})
 
     w0 = lambda s: s["vms"][0]["workloads"][0]  # noqa: E731
+    # The wake-up cases' row: the woken vCPU's median latency, real and simulated.
+    wake_row: Row = ("wake_p50", "us", lambda s: w0(s)["latency_ms"]["p50"] * 1e3 if w0(s)["latency_ms"] else None,
+                     lambda s: s["vms"][0]["latency_ms"]["p50"] * 1e3 if s["vms"][0].get("latency_ms") else None)
     for n in (1, 2, 4, 8, 3):
         ops = [{"op": "compute", "duration": COMPUTE_OP}]
         add(f"compute-N{n}", _kvm_sc(f"compute-N{n}", n, [_prog(ops, n)]),
@@ -244,9 +255,7 @@ def cases() -> list[dict[str, Any]]:
         pol = [{"vcpus": "0", "nice": nice}] if nice else []
 
         def sim(sched: dict[str, Any], busy: int = busy, nice: Optional[int] = nice, cid: str = cid) -> dict[str, Any]:
-            vms = [{"name": "waker", "vcpus": 1, "weight": NICE19_WEIGHT if nice else NICE0_WEIGHT,
-                    "workload": [{"kind": "program", "threads": 1, "ops": [{"op": "serve", "service": "1us"}],
-                                  "arrivals": {"process": "poisson", "rate": 500}}]}]
+            vms = [_waker_vm(500, NICE19_WEIGHT if nice else NICE0_WEIGHT)]
             if busy:
                 vms.append({"name": "busy", "vcpus": busy, "weight": NICE0_WEIGHT, "workload": [_prog([{"op": "compute", "duration": COMPUTE_OP}], busy)]})
             sc = _sim_sc(cid, vms, "2s", sched)
@@ -256,10 +265,7 @@ def cases() -> list[dict[str, Any]]:
             sc["kvm"] = {"halt_poll_ns": 0, "ple": False}
             return sc
 
-        add(cid, _kvm_sc(cid, 1 + busy, wl, pol), sim, held_out=busy == 1,
-            rows=
-            [("wake_p50", "us", lambda s: w0(s)["latency_ms"]["p50"] * 1e3 if w0(s)["latency_ms"] else None,
-              lambda s: s["vms"][0]["latency_ms"]["p50"] * 1e3 if s["vms"][0].get("latency_ms") else None)],
+        add(cid, _kvm_sc(cid, 1 + busy, wl, pol), sim, held_out=busy == 1, rows=[wake_row],
             note="real: halt exit, woken by the harness's eventfd 1-3 ms later; sim: request arrival to response of a "
                  "1 us serve op, the wake-up paying the profile's halt_wakeup_cost" + ("; nice 19 on the woken vCPU (sim: VM weight 4 vs 256)" if nice else ""))
     # Held out (issue 27, part 6; since 2026-11-27, session 23): the vCPU halts in the kernel
@@ -268,22 +274,16 @@ def cases() -> list[dict[str, Any]]:
     # vCPU, and, at gaps shorter than the host's halt_poll_ns, KVM's halt polling. Sim: the
     # wake case with halt polling on at x86's default (HOST_HALT_POLL_NS) and the profile's
     # halt_wakeup_cost (measured on the exit path, not this one: what these cases check).
-    for cid, gap, rate in (("irq-wake", WAKE_GAP, 500), ("halt-poll", POLL_GAP, POLL_RATE)):
+    for cid, gap, gap_text, rate in (("irq-wake", WAKE_GAP, "1-3 ms", 500), ("halt-poll", POLL_GAP, "20-100 us", POLL_RATE)):
         def irq_sim(sched: dict[str, Any], cid: str = cid, rate: float = rate) -> dict[str, Any]:
-            vms = [{"name": "waker", "vcpus": 1, "weight": NICE0_WEIGHT,
-                    "workload": [{"kind": "program", "threads": 1, "ops": [{"op": "serve", "service": "1us"}],
-                                  "arrivals": {"process": "poisson", "rate": rate}}]}]
-            sc = _sim_sc(cid, vms, "2s", sched)
+            sc = _sim_sc(cid, [_waker_vm(rate, NICE0_WEIGHT)], "2s", sched)
             sc["kvm"] = {"halt_poll_ns": HOST_HALT_POLL_NS, "ple": False}
             return sc
 
         add(cid, _kvm_sc(cid, 1, [_prog([{"op": "io", "latency": gap}], 1)], kvm={"halt": "kernel"}), irq_sim,
-            held_out=True,
-            rows=[("wake_p50", "us", lambda s: w0(s)["latency_ms"]["p50"] * 1e3 if w0(s)["latency_ms"] else None,
-                   lambda s: s["vms"][0]["latency_ms"]["p50"] * 1e3 if s["vms"][0].get("latency_ms") else None)],
-            note="real: an in-kernel halt (CPL0), woken by an MSI through an irqfd "
-                 f"{'1-3 ms' if cid == 'irq-wake' else '20-100 us'} later; sim: the wake case with halt polling "
-                 f"({HOST_HALT_POLL_NS // 1000} us) at {rate:g} requests/s")
+            held_out=True, rows=[wake_row],
+            note=f"real: an in-kernel halt (CPL0), woken by an MSI through an irqfd {gap_text} later; sim: the wake "
+                 f"case with halt polling ({HOST_HALT_POLL_NS // 1000} us) at {rate:g} requests/s")
     ops = [{"op": "compute", "duration": COMPUTE_OP}]
     for hi, lo, held in ((8192, 128, False), (1024, 256, True)):
         add(f"shares-{hi}-vs-{lo}",
@@ -430,9 +430,8 @@ def run_case(case: dict[str, Any], sched: Optional[dict[str, Any]], sim_note: st
     for metric, unit, real_fn, _sim_fn in case["rows"]:
         vals = [v for v in (real_fn(s) for s in per_rep) if v is not None]
         med = statistics.median(vals) if vals else None
-        spread = (max(vals) - min(vals)) / med if vals and med else None
         sim, sim_runs = sims.get(metric, (None, []))
-        rows.append({"case": case["id"], "metric": metric, "unit": unit, "real": med, "real_spread": spread, "sim": sim,
+        rows.append({"case": case["id"], "metric": metric, "unit": unit, "real": med, "real_spread": _spread(vals), "sim": sim,
                      "ratio": (sim / med) if (sim is not None and med) else None, "real_runs": vals,
                      "sim_spread": _spread(sim_runs), "sim_runs": sim_runs, "harness": harness,
                      "held_out": case["held_out"], "note": note})
@@ -463,6 +462,14 @@ def simulate(case: dict[str, Any], tick: str, profile: Optional[str] = None,
     return _sim_rows(case, sched, seeds)
 
 
+def referenced_cases() -> set[str]:
+    """The cases the committed reference has rows for; cases added after it was measured
+    (the interrupt and halt-polling cases) have none, so the gate does not simulate them."""
+    from . import kvm_reference as ref
+
+    return {row[0] for row in ref.ROWS}
+
+
 def gate(names: Optional[list[str]] = None, profile: Optional[str] = None) -> list[dict[str, Any]]:
     """The simulated side of every (chosen) case against the committed real reference
     (:mod:`vcpulab.kvm_reference`): one row per case and metric with ``real``, ``sim``,
@@ -472,8 +479,7 @@ def gate(names: Optional[list[str]] = None, profile: Optional[str] = None) -> li
     what a calibration does to the comparison."""
     from . import kvm_reference as ref
 
-    referenced = {row[0] for row in ref.ROWS}
-    # Cases measured after the reference (none of its rows) are not simulated here.
+    referenced = referenced_cases()
     chosen = [c for c in select(names or []) if c["id"] in referenced]
     profile = profile or ref.PROFILE
     sched = _eevdf_sched(ref.TICK, profile)

@@ -63,7 +63,14 @@ impl Vm {
         let code = assemble().map_err(|e| Error::Memory(e.to_string()))?;
         mem.write_slice(&code.code, GuestAddress(CODE))
             .map_err(|e| Error::Memory(format!("{e}")))?;
-        let irqchip = cfg.vcpus.iter().any(|v| v.program.kernel_mode());
+        let irq_vcpus: Vec<usize> = cfg
+            .vcpus
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.program.kernel_mode())
+            .map(|(i, _)| i)
+            .collect();
+        let irqchip = !irq_vcpus.is_empty();
         if irqchip {
             // A split irqchip: the local APICs in the kernel, no in-kernel PIC or IOAPIC.
             // KVM_CREATE_IRQCHIP's PIC would take ports 0x20-0x21 (PORT_DONE, PORT_PLE)
@@ -130,13 +137,7 @@ impl Vm {
             mem,
             host,
             kvm,
-            irq_vcpus: cfg
-                .vcpus
-                .iter()
-                .enumerate()
-                .filter(|(_, v)| v.program.kernel_mode())
-                .map(|(i, _)| i)
-                .collect(),
+            irq_vcpus,
         })
     }
 }
@@ -274,8 +275,9 @@ fn setup_vcpu(fd: &VcpuFd, i: usize, entry: u64, group: usize, kernel: bool) -> 
         .map_err(|e| Error::Kvm("KVM_GET_REGS", e.errno()))?;
     r.rip = entry;
     r.rflags = 0x3002; // IOPL 3: `out` is allowed at CPL3 and exits to the harness
-                       // Unused by the programs (no calls), but valid; an `irq-wake` vCPU's interrupt frame
-                       // goes on it, so that one is the top of the vCPU's own slot page.
+
+    // Unused by the programs (no calls), but valid; an `irq-wake` vCPU's interrupt frame
+    // goes on it, so that one is the top of the vCPU's own slot page.
     r.rsp = if kernel {
         slot_addr(i) + SLOT_SIZE
     } else {

@@ -15,7 +15,8 @@ examples:
   vcpulab kvm run scenarios/kvm/ticket-4.toml --json     the summary JSON
   vcpulab kvm run X.toml --duration 200ms --repetitions 1 --mode threads
   vcpulab kvm compare                                    every validation case, real vs simulated
-  vcpulab kvm compare tas ticket-N4 --json               rows {case, metric, unit, real, real_spread, sim}
+  vcpulab kvm compare tas ticket-N4 --json               rows {case, metric, unit, real, real_spread, sim,
+                                                         sim_runs}: sim is the median of seeds 1-5
   vcpulab kvm compare --list
   vcpulab kvm calibrate --out host.toml                  measure this host's costs as a host profile
 
@@ -56,7 +57,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.set_defaults(func=cmd_kvm_compare)
     cal = ks.add_parser("calibrate", help="measure this host's costs with the harness; write a host profile",
                         formatter_class=formatter, epilog=KVM_EPILOG,
-                        description="Measure the exit round trip, the halt wake-up, a cache-line handoff, the host's "
+                        description="Measure the exit round trip, the halt wake-up (and, recorded only, the interrupt "
+                                    "wake-up of a vCPU halted in the kernel), a cache-line handoff, the host's "
                                     "interruptions and kernel threads, and the slice of busy vCPUs with the KVM "
                                     "harness, and write them as a host profile ([host] profile = \"FILE\" in a "
                                     "scenario; docs/scenarios.md, 'Host profiles').")
@@ -174,7 +176,8 @@ def _kvm_gate(args: argparse.Namespace) -> int:
     from .._format import num, table
 
     rows = kc.gate(args.cases, args.profile)
-    unreferenced = [c["id"] for c in kc.select(args.cases) if c["id"] not in {r[0] for r in ref.ROWS}]
+    referenced = kc.referenced_cases()
+    unreferenced = [c["id"] for c in kc.select(args.cases) if c["id"] not in referenced]
     if unreferenced:
         sys.stderr.write(f"vcpulab: notice: no reference rows for {', '.join(unreferenced)} (cases added after the "
                          f"reference was measured); `vcpulab kvm compare {' '.join(unreferenced)}` measures them\n")
