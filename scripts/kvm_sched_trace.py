@@ -9,7 +9,9 @@ Record a run (needs root, /dev/kvm and tracefs at /sys/kernel/tracing):
 From the trace's `sched_switch`, `sched_waking` and `sched_migrate_task` events it prints,
 over the window from the first vCPU thread's first run to the last vCPU switch:
   - per vCPU thread (threads named `vcpuN`): run time, run-queue wait (woken or preempted
-    until it runs again), and the pCPUs it sat on over time;
+    until it runs again), and the pCPUs it sat on over time; then its wake-ups and how
+    soon each ran, its runs, its blocks, and its preemptions with the wait after each
+    (where a woken vCPU's wait falls: before its first run, or after a preemption);
   - the ratio of the `--lo` vCPUs' wait to the `--hi` vCPUs' (the `shares-8192-vs-128`
     metric);
   - every other thread that ran in the window, by run time, with its switch-ins;
@@ -79,6 +81,9 @@ def analyse(path: str, hi: list[int], lo: list[int]) -> None:
     woke: dict[int, float] = {}
     latency: dict[int, list[float]] = defaultdict(list)
     lengths: dict[int, list[float]] = defaultdict(list)
+    preempted: dict[int, float] = {}
+    after_preempt: dict[int, list[float]] = defaultdict(list)
+    blocks: dict[int, int] = defaultdict(int)
     for t, cpu, ev, rest in evs:
         if ev == "sched_switch":
             m = SWITCH.search(rest)
@@ -90,6 +95,13 @@ def analyse(path: str, hi: list[int], lo: list[int]) -> None:
                     lengths[tid].append(t - since)
             if state.startswith("R") and prev in vcpus:
                 queued[prev] = t
+                preempted[prev] = t
+            elif prev in vcpus and t0 <= t <= t1:
+                blocks[prev] += 1
+            if nxt in preempted:
+                if t0 <= t <= t1:
+                    after_preempt[nxt].append(t - preempted[nxt])
+                del preempted[nxt]
             if nxt in queued:
                 wait[nxt] += clip(queued.pop(nxt), t)
             if nxt in woke:
@@ -115,6 +127,15 @@ def analyse(path: str, hi: list[int], lo: list[int]) -> None:
     for tid in sorted(vcpus, key=lambda x: vcpus[x]):
         where = " ".join(f"{p[0] - t0:+.3f}s:cpu{p[1]}" for p in placement[tid][:10])
         print(f"vcpu{vcpus[tid]}: run {run[tid]:.4f} s, wait {wait[tid]:.4f} s; on {where}")
+        lat, ln, ap = latency[tid], lengths[tid], after_preempt[tid]
+        if lat and ln:
+            line = (f"  {len(lat)} wake-ups, to run p50 {quantile(lat, .5) * 1e6:.0f} us, mean "
+                    f"{statistics.mean(lat) * 1e6:.0f} us; {len(ln)} runs, p50 {quantile(ln, .5) * 1e6:.0f} us; "
+                    f"{blocks[tid]} blocks; {len(ap)} preemptions")
+            if ap:
+                line += (f", each followed by a wait of p50 {quantile(ap, .5) * 1e6:.0f} us, mean "
+                         f"{statistics.mean(ap) * 1e6:.0f} us, {sum(ap) * 1e3:.1f} ms in all")
+            print(line)
     by_index = {vcpus[tid]: wait[tid] for tid in vcpus}
     w_hi = sum(by_index.get(i, 0.0) for i in hi)
     w_lo = sum(by_index.get(i, 0.0) for i in lo)

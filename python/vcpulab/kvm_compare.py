@@ -41,10 +41,8 @@ SIM_RUN = "1s"
 SIM_SEEDS = (1, 2, 3, 4, 5)
 BARRIER_WORK = "30ns"
 WAKE_GAP = {"dist": "uniform", "min": "1ms", "max": "3ms"}
-# The halt-poll case's gaps, shorter than the host's halt polling window, and the simulated
-# side's request rate of the same mean gap (60 us).
+# The halt-poll case's gaps, shorter than the host's halt polling window.
 POLL_GAP = {"dist": "uniform", "min": "20us", "max": "100us"}
-POLL_RATE = 1e9 / 60e3
 # x86's KVM_HALT_POLL_NS_DEFAULT, and /sys/module/kvm/parameters/halt_poll_ns on this
 # project's machines (read 2026-11-27 on the 6.18.44-fc-v669 machine: 200000).
 HOST_HALT_POLL_NS = 200_000
@@ -195,12 +193,19 @@ def _jain(xs: list[float]) -> Optional[float]:
     return K._jain(xs)
 
 
-def _waker_vm(rate: float, weight: int) -> dict[str, Any]:
-    """The simulated side of the wake-up cases' woken vCPU: a 1 us serve op per request,
-    requests arriving as a Poisson process at `rate` per second."""
+def _waker_vm(gap: dict[str, Any], weight: int) -> dict[str, Any]:
+    """The simulated side of the wake-up cases' woken vCPU: a 1 us serve op per request, in
+    a closed loop of one client whose next request comes `gap` after the last response.
+
+    That is the harness's loop: the vCPU's halt asks the waker for its next wake-up a draw
+    of `gap` later (harness.rs, `schedule_wake`), so a vCPU that runs late is woken late
+    and no wake-up waits behind another. Until 2026-11-27 (session 24) the simulated side
+    was an open loop, Poisson requests at the gap's mean rate: a vCPU kept from running
+    built a queue of requests, and each one's latency counted its wait behind the others,
+    which the harness cannot measure (docs/validation.md, "The wake-up cases' loop")."""
     return {"name": "waker", "vcpus": 1, "weight": weight,
             "workload": [{"kind": "program", "threads": 1, "ops": [{"op": "serve", "service": "1us"}],
-                          "arrivals": {"process": "poisson", "rate": rate}}]}
+                          "arrivals": {"process": "closed", "clients": 1, "think": gap}}]}
 
 
 def cases() -> list[dict[str, Any]]:
@@ -255,7 +260,7 @@ def cases() -> list[dict[str, Any]]:
         pol = [{"vcpus": "0", "nice": nice}] if nice else []
 
         def sim(sched: dict[str, Any], busy: int = busy, nice: Optional[int] = nice, cid: str = cid) -> dict[str, Any]:
-            vms = [_waker_vm(500, NICE19_WEIGHT if nice else NICE0_WEIGHT)]
+            vms = [_waker_vm(WAKE_GAP, NICE19_WEIGHT if nice else NICE0_WEIGHT)]
             if busy:
                 vms.append({"name": "busy", "vcpus": busy, "weight": NICE0_WEIGHT, "workload": [_prog([{"op": "compute", "duration": COMPUTE_OP}], busy)]})
             sc = _sim_sc(cid, vms, "2s", sched)
@@ -266,24 +271,25 @@ def cases() -> list[dict[str, Any]]:
             return sc
 
         add(cid, _kvm_sc(cid, 1 + busy, wl, pol), sim, held_out=busy == 1, rows=[wake_row],
-            note="real: halt exit, woken by the harness's eventfd 1-3 ms later; sim: request arrival to response of a "
-                 "1 us serve op, the wake-up paying the profile's halt_wakeup_cost" + ("; nice 19 on the woken vCPU (sim: VM weight 4 vs 256)" if nice else ""))
+            note="real: halt exit, woken by the harness's eventfd 1-3 ms later; sim: the same closed loop (the next "
+                 "request 1-3 ms after the last response), request to response of a 1 us serve op, the wake-up paying "
+                 "the profile's halt_wakeup_cost" + ("; nice 19 on the woken vCPU (sim: VM weight 4 vs 256)" if nice else ""))
     # Held out (issue 27, part 6; since 2026-11-27, session 23): the vCPU halts in the kernel
     # (`sti; hlt` at CPL0, [kvm] halt = "kernel") and is woken by an interrupt the harness
     # sends through an irqfd routed as an MSI: an interrupt's (an IPI's) delivery to a halted
     # vCPU, and, at gaps shorter than the host's halt_poll_ns, KVM's halt polling. Sim: the
     # wake case with halt polling on at x86's default (HOST_HALT_POLL_NS) and the profile's
     # halt_wakeup_cost (measured on the exit path, not this one: what these cases check).
-    for cid, gap, gap_text, rate in (("irq-wake", WAKE_GAP, "1-3 ms", 500), ("halt-poll", POLL_GAP, "20-100 us", POLL_RATE)):
-        def irq_sim(sched: dict[str, Any], cid: str = cid, rate: float = rate) -> dict[str, Any]:
-            sc = _sim_sc(cid, [_waker_vm(rate, NICE0_WEIGHT)], "2s", sched)
+    for cid, gap, gap_text in (("irq-wake", WAKE_GAP, "1-3 ms"), ("halt-poll", POLL_GAP, "20-100 us")):
+        def irq_sim(sched: dict[str, Any], cid: str = cid, gap: dict[str, Any] = gap) -> dict[str, Any]:
+            sc = _sim_sc(cid, [_waker_vm(gap, NICE0_WEIGHT)], "2s", sched)
             sc["kvm"] = {"halt_poll_ns": HOST_HALT_POLL_NS, "ple": False}
             return sc
 
         add(cid, _kvm_sc(cid, 1, [_prog([{"op": "io", "latency": gap}], 1)], kvm={"halt": "kernel"}), irq_sim,
             held_out=True, rows=[wake_row],
             note=f"real: an in-kernel halt (CPL0), woken by an MSI through an irqfd {gap_text} later; sim: the wake "
-                 f"case with halt polling ({HOST_HALT_POLL_NS // 1000} us) at {rate:g} requests/s")
+                 f"case with halt polling ({HOST_HALT_POLL_NS // 1000} us), {gap_text} gaps")
     ops = [{"op": "compute", "duration": COMPUTE_OP}]
     for hi, lo, held in ((8192, 128, False), (1024, 256, True)):
         add(f"shares-{hi}-vs-{lo}",

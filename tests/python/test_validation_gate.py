@@ -27,7 +27,7 @@ def test_every_case_stays_in_its_documented_band():
     # directions; the held-out cases are counted apart.
     within = [(r["case"], r["metric"]) for r in rows if r["band"] == [0.5, 2.0] and not r["held_out"]]
     held = [(r["case"], r["metric"]) for r in rows if r["band"] == [0.5, 2.0] and r["held_out"]]
-    assert (len(within), len(held)) == (29, 10), (within, held)
+    assert (len(within), len(held)) == (28, 10), (within, held)
     assert sum(1 for r in rows if not r["held_out"]) == 30
 
 
@@ -52,6 +52,31 @@ def test_the_simulated_side_is_the_median_of_its_seeds():
     assert len(set(r["sim_runs"])) == len(r["sim_runs"]), r["sim_runs"]
     one, runs = kc.simulate(kc.select(["ple-yield"])[0], ref.TICK, ref.PROFILE, seeds=(1,))["ns_per_op"]
     assert runs == [r["sim_runs"][0]] and one == runs[0]
+
+
+def test_the_wake_cases_simulate_the_harness_closed_loop():
+    """The harness asks for a vCPU's next wake-up when the vCPU halts, a draw of the case's
+    io latency later (harness.rs, `schedule_wake`): one wake-up at a time, so none waits
+    behind another. The simulated side must be the same loop, one client whose next request
+    comes that draw after the last response, not an open stream of requests at the gap's
+    mean rate, under which a starved vCPU's requests queue and the latency counts the queue
+    (the wake-busy7-nice19 row was within 2x that way until session 24)."""
+    sched = {"name": "eevdf", "tick": ref.TICK}
+    wake_cases = [c for c in kc.cases() if c["rows"][0][0] == "wake_p50"]
+    assert len(wake_cases) == 10
+    for case in wake_cases:
+        (real_io,) = [op["latency"] for wl in case["real"]["vm"][0]["workload"] for op in wl["ops"] if op["op"] == "io"]
+        sim_wl = case["sim"](sched)["vm"][0]["workload"][0]
+        assert sim_wl["arrivals"] == {"process": "closed", "clients": 1, "think": real_io}, case["id"]
+    # A starved nice-19 vCPU (seven busy nice-0 vCPUs on 2 pCPUs) completes fewer wake-ups
+    # than the loop would offer at its gaps alone (~1,000 in 2 s), and the closed loop has no
+    # queue: its requests follow one another, so their latencies add up to less than the run
+    # (under the open loop they added up to 14 s in a 2 s run).
+    case = kc.select(["wake-busy7-nice19"])[0]
+    s = kc._run_sim(case, {**sched, "_profile": ref.PROFILE}, 1)
+    lat = s["vms"][0]["latency_ms"]
+    assert lat["count"] < 500, lat
+    assert lat["count"] * lat["mean"] / 1e3 <= s["duration_s"], (lat, s["duration_s"])
 
 
 def test_the_user_space_ple_family_has_the_real_shape():
