@@ -68,8 +68,11 @@
 //! (c): the target moves to the spinner's queue. See `cfs`.
 //!
 //! ## Deviations
-//! - No DELAY_DEQUEUE (6.12+) or PREEMPT_SHORT; no custom slices. V is computed exactly
-//!   (O(queue length)) rather than with the kernel's incremental sums.
+//! - No DELAY_DEQUEUE (6.12+) or PREEMPT_SHORT; no custom slices. Without DELAY_DEQUEUE a
+//!   sleeper keeps its negative lag through the sleep, which is much of why a nice-19
+//!   vCPU's wake-up is slower than real KVM's (docs/validation.md, "Where a nice-19 vCPU
+//!   waits"). V is computed exactly (O(queue length)) rather than with the kernel's
+//!   incremental sums.
 //! - "6.19" changes only the yield against "6.14"; the rest of 6.19's fair class (e.g. its
 //!   wake-up buddy changes) is not modelled.
 //! - As in `cfs`: runnable counts instead of PELT, wake_affine without sync wake-ups, no NUMA balancing.
