@@ -242,6 +242,27 @@ def _value(what: str, unit: str, runs: list[float]) -> dict[str, Any]:
             "spread": (max(runs) - min(runs)) / med if runs and med else None}
 
 
+# Two neighbouring runs of one measurement (in value order) this far apart, the larger over
+# the smaller, put its runs in two groups. The EPYC machine's cache-line handoff of
+# 2026-11-27 was ~36 or ~175 ns from one run to the next (docs/validation.md, "Re-run, and
+# the handoff re-calibrated"); in some of that day's calibrations the noise, housekeeping
+# and slice measurements split too (one long kernel-thread run, one quiet second).
+MODE_GAP = 2.0
+
+
+def two_groups(runs: list[float]) -> Optional[tuple[list[float], list[float]]]:
+    """The runs split at the widest gap between neighbours in value order, if the upper
+    neighbour is at least `MODE_GAP` times the lower; else None. A median of a few such
+    runs lands in either group, so one calibration can take either mode."""
+    vals = sorted(r for r in runs if r is not None and r > 0)
+    if len(vals) < 2:
+        return None
+    i = max(range(1, len(vals)), key=lambda k: vals[k] / vals[k - 1])
+    if vals[i] / vals[i - 1] < MODE_GAP:
+        return None
+    return vals[:i], vals[i:]
+
+
 def calibrate(duration: str = "1s", repetitions: int = 3, mode: str = "kvm",
               progress: Optional[Callable[[str], None]] = None) -> dict[str, Any]:
     """Runs every measurement ``repetitions`` times; returns {"meta", "values"} where each

@@ -109,6 +109,18 @@ def test_the_kept_calibration_with_distributions_draws_its_wake_ups():
     assert lat["p90"] * 1e3 > 55  # 31.6 x e^(1.28 x 0.675) = 75 us, less what the histogram rounds
 
 
+def test_runs_in_two_groups_are_told_apart():
+    """`kvm calibrate` tells when a measurement's runs fall in two groups, whose median of a
+    few runs lands in either: the EPYC machine's cache-line handoff of 2026-11-27 (ns). One
+    group, or runs that drift without a gap of 2x between neighbours, say nothing."""
+    assert kvm_calibrate.two_groups([182.0, 176.0, 49.0]) == ([49.0], [176.0, 182.0])
+    lo, hi = kvm_calibrate.two_groups([39.81, 39.27, 139.7, 172.8, 173.9, 34.61, 35.96, 35.71, 30.63])
+    assert (len(lo), len(hi), max(lo), min(hi)) == (6, 3, 39.81, 139.7)
+    assert kvm_calibrate.two_groups([37.6, 32.3, 34.9]) is None
+    assert kvm_calibrate.two_groups([10.0, 15.0, 22.0, 33.0]) is None
+    assert kvm_calibrate.two_groups([5.0]) is None and kvm_calibrate.two_groups([]) is None
+
+
 def test_calibrate_refuses_bad_flags():
     p = run_cli("kvm", "calibrate", "--duration", "0s")
     assert p.returncode == 2

@@ -151,6 +151,15 @@ def cmd_kvm_calibrate(args: argparse.Namespace) -> int:
         raise kc.K.ScenarioError(f"kvm calibrate needs real KVM: {why}")
     progress = (lambda m: sys.stderr.write(f"  {m}\n")) if sys.stderr.isatty() and not args.json else None
     cal = kc.calibrate(args.duration, args.repetitions, "kvm", progress)
+    def span(g: list[float]) -> str:
+        return f"{g[0]:.3g}" if f"{g[0]:.3g}" == f"{g[-1]:.3g}" else f"{g[0]:.3g}-{g[-1]:.3g}"
+
+    for key, e in cal["values"].items():
+        groups = kc.two_groups(e["runs"])
+        if groups:
+            sys.stderr.write(f"vcpulab: notice: the runs of {key} fall in two groups ({span(groups[0])} and "
+                             f"{span(groups[1])} {e['unit']}); its median of {len(e['runs'])} runs can land in "
+                             f"either. Measure again with more runs (--repetitions 9) and look at them (docs/kvm.md)\n")
     name = args.name or (os.path.splitext(os.path.basename(args.out))[0] if args.out else "this-host")
     command = "vcpulab kvm calibrate" + "".join(f" {shlex.quote(a)}" for a in sys.argv[3:])
     text = kc.profile_toml(cal, command, name)
