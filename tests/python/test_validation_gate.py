@@ -61,7 +61,7 @@ def test_the_wake_cases_simulate_the_harness_closed_loop():
     comes that draw after the last response, not an open stream of requests at the gap's
     mean rate, under which a starved vCPU's requests queue and the latency counts the queue
     (the wake-busy7-nice19 row was within 2x that way until session 24)."""
-    sched = {"name": "eevdf", "tick": ref.TICK}
+    sched = kc._eevdf_sched(ref.TICK, ref.PROFILE)
     wake_cases = [c for c in kc.cases() if c["rows"][0][0] == "wake_p50"]
     assert len(wake_cases) == 10
     for case in wake_cases:
@@ -73,7 +73,7 @@ def test_the_wake_cases_simulate_the_harness_closed_loop():
     # queue: its requests follow one another, so their latencies add up to less than the run
     # (under the open loop they added up to 14 s in a 2 s run).
     case = kc.select(["wake-busy7-nice19"])[0]
-    s = kc._run_sim(case, {**sched, "_profile": ref.PROFILE}, 1)
+    s = kc._run_sim(case, sched, 1)
     lat = s["vms"][0]["latency_ms"]
     assert lat["count"] < 500, lat
     assert lat["count"] * lat["mean"] / 1e3 <= s["duration_s"], (lat, s["duration_s"])
