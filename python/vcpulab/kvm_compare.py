@@ -16,6 +16,7 @@ from __future__ import annotations
 import glob
 import gzip
 import os
+import platform
 import re
 import statistics
 from typing import Any, Callable, Optional, Sequence
@@ -350,10 +351,20 @@ def select(names: list[str]) -> list[dict[str, Any]]:
     return out
 
 
-def _eevdf_sched(tick: str, profile: Optional[str]) -> Optional[dict[str, Any]]:
+def kernel_delays_dequeue(release: str) -> bool:
+    """Whether a Linux kernel of this release (``uname -r``) runs EEVDF with DELAY_DEQUEUE:
+    the feature came with 6.12 (152e11f6df29) and is on by default in every later
+    ``kernel/sched/features.h``. Its setting cannot be read here (debugfs refuses
+    ``sched/features`` on these machines), so the version decides."""
+    m = re.match(r"(\d+)\.(\d+)", release)
+    return bool(m) and (int(m.group(1)), int(m.group(2))) >= (6, 12)
+
+
+def _eevdf_sched(tick: str, profile: Optional[str], kernel: str) -> Optional[dict[str, Any]]:
     """The scheduler table a case's simulated side is built from (None if the simulator
-    does not list eevdf): `tick`, and for the builders `_params` (the keys eevdf takes) and
-    `_profile` (the host profile), which `_run_sim` strips before the run."""
+    does not list eevdf): `tick`, `delay_dequeue` as the host's `kernel` release has it,
+    and for the builders `_params` (the keys eevdf takes) and `_profile` (the host
+    profile), which `_run_sim` strips before the run."""
     from . import api
 
     scheds = {s["name"]: s for s in api.schedulers()}
@@ -363,6 +374,8 @@ def _eevdf_sched(tick: str, profile: Optional[str]) -> Optional[dict[str, Any]]:
     sched: dict[str, Any] = {"name": "eevdf"}
     if "tick" in params:
         sched["tick"] = tick
+    if "delay_dequeue" in params:
+        sched["delay_dequeue"] = kernel_delays_dequeue(kernel)
     sched["_params"] = params
     sched["_profile"] = profile
     return sched
@@ -404,10 +417,13 @@ def sim_scheduler(profile: Optional[str] = None) -> tuple[Optional[dict[str, Any
         prof_note = f"host profile {profile}"
     else:
         profile, prof_note = machine_profile()
-    sched = _eevdf_sched(f"{1000 / hm['hz']:g}ms", profile)
+    release = platform.release()
+    sched = _eevdf_sched(f"{1000 / hm['hz']:g}ms", profile, release)
     if sched is None:
         return None, "the simulator does not list the eevdf scheduler yet (vcpulab schedulers); sim values are null until it does"
-    return sched, f"eevdf, tick {1000 / hm['hz']:g} ms ({hm['hz_source']}), 2 pCPUs; preemption: {hm['preempt']}; {prof_note}"
+    dd = "on" if sched.get("delay_dequeue") else "off"
+    return sched, (f"eevdf, tick {1000 / hm['hz']:g} ms ({hm['hz_source']}), 2 pCPUs; preemption: {hm['preempt']}; "
+                   f"delay_dequeue {dd} (kernel {release}); {prof_note}")
 
 
 def run_case(case: dict[str, Any], sched: Optional[dict[str, Any]], sim_note: str, duration: str, repetitions: int,
@@ -454,15 +470,22 @@ def _spread(vals: list[Optional[float]]) -> Optional[float]:
 # ---------------------------------------------------------------- the validation gate
 
 
+def _reference_kernel() -> str:
+    from . import kvm_reference as ref
+
+    return ref.KERNEL
+
+
 def simulate(case: dict[str, Any], tick: str, profile: Optional[str] = None,
              sched: Optional[dict[str, Any]] = None,
-             seeds: Sequence[int] = ()) -> dict[str, tuple[Optional[float], list[Optional[float]]]]:
+             seeds: Sequence[int] = (), kernel: Optional[str] = None) -> dict[str, tuple[Optional[float], list[Optional[float]]]]:
     """The simulated side of one case alone (deterministic; no /dev/kvm): metric -> (the
     median over `seeds` (default `SIM_SEEDS`), the value at each seed), on the eevdf host
-    model with the given tick and host profile (the same scheduler table as the live
-    comparison's; `sched`, if given, is that table already built)."""
+    model with the given tick and host profile and the host `kernel` release's features
+    (default: the reference machine's) — the same scheduler table as the live
+    comparison's; `sched`, if given, is that table already built."""
     seeds = tuple(seeds) or SIM_SEEDS
-    sched = sched or _eevdf_sched(tick, profile)
+    sched = sched or _eevdf_sched(tick, profile, kernel or _reference_kernel())
     if case["sim"] is None or sched is None:
         return {metric: (None, []) for metric, *_ in case["rows"]}
     return _sim_rows(case, sched, seeds)
@@ -488,7 +511,7 @@ def gate(names: Optional[list[str]] = None, profile: Optional[str] = None) -> li
     referenced = referenced_cases()
     chosen = [c for c in select(names or []) if c["id"] in referenced]
     profile = profile or ref.PROFILE
-    sched = _eevdf_sched(ref.TICK, profile)
+    sched = _eevdf_sched(ref.TICK, profile, ref.KERNEL)
     out = []
     for case in chosen:
         sims = simulate(case, ref.TICK, profile, sched)

@@ -61,7 +61,7 @@ def test_the_wake_cases_simulate_the_harness_closed_loop():
     comes that draw after the last response, not an open stream of requests at the gap's
     mean rate, under which a starved vCPU's requests queue and the latency counts the queue
     (the wake-busy7-nice19 row was within 2x that way until session 24)."""
-    sched = kc._eevdf_sched(ref.TICK, ref.PROFILE)
+    sched = kc._eevdf_sched(ref.TICK, ref.PROFILE, ref.KERNEL)
     wake_cases = [c for c in kc.cases() if c["rows"][0][0] == "wake_p50"]
     assert len(wake_cases) == 10
     for case in wake_cases:
@@ -77,6 +77,22 @@ def test_the_wake_cases_simulate_the_harness_closed_loop():
     lat = s["vms"][0]["latency_ms"]
     assert lat["count"] < 500, lat
     assert lat["count"] * lat["mean"] / 1e3 <= s["duration_s"], (lat, s["duration_s"])
+
+
+def test_the_simulated_host_delays_dequeues_as_the_reference_kernel_does():
+    """The reference machines run Linux 6.18, whose EEVDF has DELAY_DEQUEUE and DELAY_ZERO
+    on (6.12+), so the gate's host model turns them on; a 6.11 or 4.15 host does not. With
+    them a nice-19 vCPU that halts ineligible behind three busy vCPUs stays queued while it
+    sleeps, so the others' running pays its lag off, and its wake-up waits less."""
+    assert kc.kernel_delays_dequeue(ref.KERNEL)
+    assert not kc.kernel_delays_dequeue("6.11.0-1-generic")
+    assert not kc.kernel_delays_dequeue("4.15.0-213-generic")
+    sched = kc._eevdf_sched(ref.TICK, ref.PROFILE, ref.KERNEL)
+    assert sched["delay_dequeue"] is True
+    case = kc.select(["wake-busy3-nice19"])[0]
+    on, _ = kc.simulate(case, ref.TICK, ref.PROFILE, sched, seeds=(1,))["wake_p50"]
+    off, _ = kc.simulate(case, ref.TICK, ref.PROFILE, {**sched, "delay_dequeue": False}, seeds=(1,))["wake_p50"]
+    assert on < 0.6 * off, (on, off)
 
 
 def test_the_user_space_ple_family_has_the_real_shape():

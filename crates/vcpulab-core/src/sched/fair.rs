@@ -164,12 +164,14 @@
 //!   tasks per CPU (runnable counts stand in for load, as above); the NUMA level's
 //!   allowed imbalance (`adjust_numa_imbalance`) and idle-state exit latencies are not
 //!   modelled.
-//! - EEVDF: no DELAY_DEQUEUE (6.12+), PREEMPT_SHORT or custom slices; V is computed
-//!   exactly over the queue instead of from the kernel's running sums.
+//! - EEVDF: DELAY_DEQUEUE (6.12+) only with `delay_dequeue` (`fair/delay.rs`); no
+//!   PREEMPT_SHORT or custom slices; V is computed exactly over the queue instead of from
+//!   the kernel's running sums.
 //!
 //! ## Files
 //! This file: the state, the shared operations and `FairPolicy`; `fair/balance.rs`: load
-//! balancing and task migration; `fair/tests.rs`: unit tests. The policies: `cfs.rs`,
+//! balancing and task migration; `fair/delay.rs`: EEVDF's delayed dequeue;
+//! `fair/tests.rs`: unit tests. The policies: `cfs.rs`,
 //! `eevdf.rs`.
 
 use super::{
@@ -181,6 +183,7 @@ use std::collections::BTreeSet;
 
 mod balance;
 mod core_sched;
+mod delay;
 #[cfg(test)]
 mod tests;
 
@@ -398,6 +401,16 @@ pub trait FairPolicy: Sized {
     /// shared ones, and only when the option is on: a summary under the other options
     /// keeps exactly the counters it had.
     fn policy_counters(&self, _out: &mut Vec<(&'static str, u64)>) {}
+    /// Whether the policy delays dequeues at all (EEVDF's `delay_dequeue`): its
+    /// counters are listed only then.
+    fn delays_dequeue(&self) -> bool {
+        false
+    }
+    /// DELAY_DEQUEUE's test (`dequeue_entity` of 6.12+): whether task entity `e`, going
+    /// to sleep from `rq` (curr just charged), stays queued as a delayed entity.
+    fn delay_dequeue(_f: &Fair<Self>, _rq: u32, _e: u32) -> bool {
+        false
+    }
 }
 
 /// A scheduling entity (`sched_entity`): a task, or with `group_per_vm` a VM's group on
@@ -418,6 +431,9 @@ pub(super) struct Entity {
     pub(super) child: Option<u32>,
     /// EEVDF RUN_TO_PARITY: picked with this deadline; protected until it changes.
     pub(super) protect: Option<i64>,
+    /// DELAY_DEQUEUE: a task that went to sleep ineligible and is still queued
+    /// (`fair/delay.rs`); it is not runnable, but counts in its queue's V and load.
+    pub(super) delayed: bool,
 }
 
 /// A run queue (`cfs_rq`): a pCPU's root queue or a group's own queue on one pCPU.
@@ -495,6 +511,8 @@ pub struct Fair<P: FairPolicy> {
     wakee_flip_decay: Vec<u64>,
     /// Counters of the wake_affine branches; listed only with `wake_affine` on.
     affine_counters: Counters<{ affine::NCOUNTERS }>,
+    /// Counters of the delayed-dequeue branches; listed only when the policy delays.
+    delay_counters: Counters<{ delay::NCOUNTERS }>,
 }
 
 impl<P: FairPolicy> Fair<P> {
@@ -531,6 +549,7 @@ impl<P: FairPolicy> Fair<P> {
             wakee_flips: vec![],
             wakee_flip_decay: vec![],
             affine_counters: Counters::new(affine::COUNTER_NAMES),
+            delay_counters: Counters::new(delay::COUNTER_NAMES),
         }
     }
 
@@ -843,6 +862,13 @@ impl<P: FairPolicy> Fair<P> {
             }
             self.refresh_vm_weights(vm);
         }
+        self.count_runnable(t, cpu);
+    }
+
+    /// Task `t`, queued on `cpu`, becomes runnable there for the counts the balancer,
+    /// idleness and core scheduling read (`h_nr`, `cpu_tasks`, `idle_cpus`).
+    #[inline]
+    fn count_runnable(&mut self, t: TaskId, cpu: u32) {
         self.h_nr[cpu as usize] += 1;
         self.cpu_tasks[cpu as usize].insert(t);
         self.idle_cpus.remove(&cpu);
@@ -851,18 +877,10 @@ impl<P: FairPolicy> Fair<P> {
         }
     }
 
-    fn dequeue_task(&mut self, ctx: &mut SchedCtx, t: TaskId, cpu: u32) {
-        let vm = self.task_vm[t as usize];
-        self.vm_runnable[vm as usize] -= 1;
-        let leaf = self.leaf_rq(t, cpu);
-        self.dequeue_entity(ctx, leaf, t, cpu);
-        if self.grouped(t) {
-            let g = self.group_ent(vm, cpu);
-            if self.rqs[leaf as usize].nr_running == 0 && self.ents[g as usize].on_rq {
-                self.dequeue_entity(ctx, cpu, g, cpu);
-            }
-            self.refresh_vm_weights(vm);
-        }
+    /// The reverse of `count_runnable`: `t` leaves `cpu`'s runnable counts (it may stay
+    /// queued: a delayed dequeue, `fair/delay.rs`).
+    #[inline]
+    fn uncount_runnable(&mut self, ctx: &mut SchedCtx, t: TaskId, cpu: u32) {
         self.h_nr[cpu as usize] -= 1;
         self.cpu_tasks[cpu as usize].remove(&t);
         if self.h_nr[cpu as usize] == 0 {
@@ -876,10 +894,33 @@ impl<P: FairPolicy> Fair<P> {
         }
     }
 
+    fn dequeue_task(&mut self, ctx: &mut SchedCtx, t: TaskId, cpu: u32) {
+        self.dequeue_entities(ctx, t, cpu);
+        self.uncount_runnable(ctx, t, cpu);
+    }
+
+    /// Takes task `t`'s entity off its queue on `cpu` (and its group entity off the root
+    /// queue if that empties the group's queue).
+    #[inline]
+    fn dequeue_entities(&mut self, ctx: &mut SchedCtx, t: TaskId, cpu: u32) {
+        let vm = self.task_vm[t as usize];
+        self.vm_runnable[vm as usize] -= 1;
+        let leaf = self.leaf_rq(t, cpu);
+        self.dequeue_entity(ctx, leaf, t, cpu);
+        if self.grouped(t) {
+            let g = self.group_ent(vm, cpu);
+            if self.rqs[leaf as usize].nr_running == 0 && self.ents[g as usize].on_rq {
+                self.dequeue_entity(ctx, cpu, g, cpu);
+            }
+            self.refresh_vm_weights(vm);
+        }
+    }
+
     // ------------------------------------------------------------- picking
 
     /// `pick_next_entity` on one queue (curr has been put back already): the policy's
     /// choice, whose buddy marks are then cleared.
+    #[inline(always)]
     fn pick_entity(&mut self, rq: u32) -> Option<u32> {
         let left = self.rqs[rq as usize].tree.first().map(|k| k.1)?;
         let se = P::pick_next_entity(self, rq, left);
@@ -922,6 +963,9 @@ impl<P: FairPolicy> Fair<P> {
 
     /// Picks the task to run on `cpu`, descending from the root queue.
     fn pick_task(&mut self, ctx: &mut SchedCtx, cpu: u32) -> Option<TaskId> {
+        if self.policy.delays_dequeue() {
+            return self.pick_task_delayed(ctx, cpu);
+        }
         let now = ctx.now;
         let mut rq = cpu;
         loop {
@@ -944,6 +988,11 @@ impl<P: FairPolicy> Fair<P> {
     /// `waker`: the task whose action woke `t` and its pCPU (None: a timer or an
     /// interrupt); a first wake-up is a fork (SD_BALANCE_FORK), which ignores it.
     fn wake_with(&mut self, ctx: &mut SchedCtx, t: TaskId, waker: Option<Waker>) {
+        if self.ents[t as usize].delayed {
+            // Still queued: woken where it is, without placement (`ttwu_runnable`).
+            self.requeue_delayed(ctx, t);
+            return;
+        }
         let cpu = if self.never_queued[t as usize] {
             if self.tun.fork_balance {
                 self.find_idlest_cpu(ctx, t)
@@ -1308,7 +1357,9 @@ impl<P: FairPolicy> Fair<P> {
     }
 
     fn block(&mut self, ctx: &mut SchedCtx, cpu: CpuId, t: TaskId) {
-        self.dequeue_task(ctx, t, cpu);
+        if !self.delay_dequeue_task(ctx, t, cpu) {
+            self.dequeue_task(ctx, t, cpu);
+        }
         // Put it back now, as schedule() does under the same run-queue lock: the task may
         // be woken and queued elsewhere before this pCPU picks again.
         if self.running[cpu as usize] == Some(t) {
@@ -1440,8 +1491,9 @@ impl<P: FairPolicy> Fair<P> {
             self.counters.bump(C_YIELD_ESRCH);
             return YieldResult::NoSuchTarget;
         }
-        let runnable_queued =
-            self.ents[target as usize].on_rq && self.running[p_cpu as usize] != Some(target);
+        let runnable_queued = self.ents[target as usize].on_rq
+            && !self.ents[target as usize].delayed
+            && self.running[p_cpu as usize] != Some(target);
         if !runnable_queued {
             self.counters.bump(C_YIELD_TARGET_RUNNING);
             return YieldResult::Failed;
@@ -1517,14 +1569,21 @@ impl<P: FairPolicy> Scheduler for Fair<P> {
         if self.tun.wake_affine {
             list.extend(self.affine_counters.list());
         }
+        if self.policy.delays_dequeue() {
+            list.extend(self.delay_counters.list());
+        }
         self.policy.policy_counters(&mut list);
         if let Some(cs) = &self.core {
             list.extend(cs.counters.list());
         }
         list
     }
-    /// Core scheduling: never two cookies running on one core at once.
+    /// Core scheduling: never two cookies running on one core at once. Delayed dequeue:
+    /// a delayed task is queued and asleep, and a runnable one is never delayed.
     fn check(&self, view: &SchedView) -> Result<(), String> {
+        if self.policy.delays_dequeue() {
+            self.check_delayed(view)?;
+        }
         match &self.core {
             Some(cs) => cs.check(view),
             None => Ok(()),

@@ -419,6 +419,7 @@ mod tests {
                 series,
                 ..Default::default()
             },
+            delay_dequeue: false,
         };
         let tun = Tunables {
             tick: SimDuration(4 * MS),

@@ -469,6 +469,7 @@ mod tests {
             yields: YieldCounts::default(),
             period_floor: SimDuration(6_000_000),
             series: Default::default(),
+            delay_dequeue: false,
         };
         let tun = Tunables {
             tick: SimDuration(4_000_000),

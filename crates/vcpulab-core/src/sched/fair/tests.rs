@@ -1,6 +1,6 @@
 //! Unit tests of the fair class: the buddy rules of CFS and of EEVDF's kernels, EEVDF's
 //! yield before and after 6.19, new and sleeper placement, tunable scaling, fork balancing,
-//! root-cgroup host threads beside the VMs' groups, the tick grid.
+//! root-cgroup host threads beside the VMs' groups, the tick grid, delayed dequeue.
 
 use super::*;
 use crate::sched::cfs::Cfs;
@@ -66,6 +66,7 @@ fn eevdf(pick_buddy: bool) -> Eevdf {
         yields: YieldCounts::default(),
         period_floor: SimDuration(6_000_000),
         series: Default::default(),
+        delay_dequeue: false,
     }
 }
 
@@ -77,13 +78,12 @@ fn eevdf_6_19() -> Eevdf {
     }
 }
 
-/// An initialised scheduler of `ntasks` tasks on one pCPU, after `body` ran on it at
-/// time 0 (the context borrows the view and the output, so it cannot be returned).
-fn with_fair<P: FairPolicy>(
-    policy: P,
+/// Runs `body` on scheduler `f` with a context of `ntasks` tasks on one pCPU, at time 0.
+fn in_ctx<P: FairPolicy>(
+    f: &mut Fair<P>,
     ntasks: usize,
     body: impl FnOnce(&mut Fair<P>, &mut SchedCtx),
-) -> Fair<P> {
+) {
     let v = view(ntasks);
     let mut out = SchedOut {
         resched_pending: vec![false],
@@ -94,9 +94,21 @@ fn with_fair<P: FairPolicy>(
         view: &v,
         out: &mut out,
     };
+    body(f, &mut ctx);
+}
+
+/// An initialised scheduler of `ntasks` tasks on one pCPU, after `body` ran on it at
+/// time 0.
+fn with_fair<P: FairPolicy>(
+    policy: P,
+    ntasks: usize,
+    body: impl FnOnce(&mut Fair<P>, &mut SchedCtx),
+) -> Fair<P> {
     let mut f = Fair::new(policy, tunables());
-    f.init(&mut ctx);
-    body(&mut f, &mut ctx);
+    in_ctx(&mut f, ntasks, |f, ctx| {
+        f.init(ctx);
+        body(f, ctx);
+    });
     f
 }
 
@@ -653,4 +665,130 @@ fn without_a_waker_or_with_wake_affine_off_the_search_starts_from_prev() {
     // Prev busy but pCPU 2 idle: the socket search from prev finds it, as before.
     let (cpu, _) = affine_wake(cfs(), true, 3, false, false, (0, 0));
     assert_eq!(cpu, 2);
+}
+
+/// Three nice-0 tasks on one pCPU, task 0 running at `v0` (deadline a slice on), tasks 1
+/// and 2 queued at 1 ms and 2 ms; EEVDF with or without DELAY_DEQUEUE.
+fn delay_queue(delay_dequeue: bool, v0: i64) -> Fair<Eevdf> {
+    let policy = Eevdf {
+        delay_dequeue,
+        ..eevdf(true)
+    };
+    let mut f = running_queue(
+        policy,
+        &[
+            (v0, v0 + 750_000),
+            (1_000_000, 1_750_000),
+            (2_000_000, 2_750_000),
+        ],
+    );
+    f.running[0] = Some(0);
+    f
+}
+
+/// Tasks 1 and 2 of `delay_queue` have run on to 4 ms and 5 ms (deadlines a slice on).
+fn others_run_on(f: &mut Fair<Eevdf>) {
+    for (t, v) in [(1u32, 4_000_000i64), (2, 5_000_000)] {
+        let old = f.key(t);
+        f.rqs[0].tree.remove(&old);
+        f.ents[t as usize].vruntime = v;
+        f.ents[t as usize].deadline = v + 750_000;
+        f.rqs[0].tree.insert((v, t));
+    }
+}
+
+fn delay_count(f: &Fair<Eevdf>, name: &str) -> u64 {
+    count(&Scheduler::counters(f), name).expect(name)
+}
+
+/// An ineligible sleeper stays queued (tree, load, V) but leaves the runnable counts; an
+/// eligible one, or any one without the feature, leaves at once.
+#[test]
+fn delay_dequeue_keeps_an_ineligible_sleeper_queued() {
+    // V = (3 + 1 + 2) / 3 ms = 2 ms: task 0 at 3 ms is not eligible.
+    let mut f = delay_queue(true, 3_000_000);
+    in_ctx(&mut f, 3, |f, ctx| Fair::block(f, ctx, 0, 0));
+    assert!(f.ents[0].delayed && f.ents[0].on_rq);
+    assert!(f.rqs[0].tree.contains(&(3_000_000, 0)));
+    assert_eq!((f.rqs[0].nr_running, f.rqs[0].load), (3, 3 * NICE_0_LOAD));
+    assert_eq!(
+        f.avg_vruntime(0),
+        2_000_000,
+        "the delayed task still counts in V"
+    );
+    assert_eq!(f.h_nr[0], 2);
+    assert!(
+        !f.cpu_tasks[0].contains(&0),
+        "not runnable: the balancer cannot take it"
+    );
+    assert_eq!(delay_count(&f, "delay_dequeue_delayed"), 1);
+
+    // At 1.5 ms it is eligible (V = 1.5 ms): it leaves.
+    let mut eligible = delay_queue(true, 1_500_000);
+    in_ctx(&mut eligible, 3, |f, ctx| Fair::block(f, ctx, 0, 0));
+    assert!(!eligible.ents[0].on_rq && !eligible.ents[0].delayed);
+    assert_eq!(eligible.rqs[0].nr_running, 2);
+
+    // Without the feature the ineligible sleeper leaves too, its lag saved.
+    let mut off = delay_queue(false, 3_000_000);
+    in_ctx(&mut off, 3, |f, ctx| Fair::block(f, ctx, 0, 0));
+    assert!(!off.ents[0].on_rq && !off.ents[0].delayed);
+    assert_eq!(off.ents[0].vlag, 2_000_000 - 3_000_000);
+    assert!(count(&Scheduler::counters(&off), "delay_dequeue_delayed").is_none());
+}
+
+/// A delayed task woken before it is eligible keeps its vruntime and deadline and stays
+/// on its pCPU; one whose lag has turned positive is placed anew at lag 0 (DELAY_ZERO).
+#[test]
+fn a_woken_delayed_task_keeps_its_place_or_restarts_at_zero_lag() {
+    let mut f = delay_queue(true, 3_000_000);
+    in_ctx(&mut f, 3, |f, ctx| {
+        Fair::block(f, ctx, 0, 0);
+        f.wake_with(ctx, 0, None);
+    });
+    assert!(!f.ents[0].delayed && f.ents[0].on_rq);
+    assert_eq!(
+        (f.ents[0].vruntime, f.ents[0].deadline),
+        (3_000_000, 3_750_000)
+    );
+    assert_eq!((f.h_nr[0], f.rqs[0].nr_running), (3, 3));
+    assert_eq!(delay_count(&f, "delay_dequeue_woken_in_place"), 1);
+
+    // While it sleeps the others run past it: V (with it) = (3 + 4 + 5) / 3 = 4 ms.
+    let mut g = delay_queue(true, 3_000_000);
+    in_ctx(&mut g, 3, |f, ctx| {
+        Fair::block(f, ctx, 0, 0);
+        others_run_on(f);
+        f.wake_with(ctx, 0, None);
+    });
+    // Placed at the others' V, 4.5 ms, with lag 0: a slice to its deadline.
+    assert_eq!(g.ents[0].vruntime, 4_500_000);
+    assert_eq!(g.ents[0].deadline, 4_500_000 + 750_000);
+    assert_eq!(g.ents[0].vlag, 0);
+    assert_eq!(g.rqs[0].nr_running, 3);
+    assert_eq!(delay_count(&g, "delay_dequeue_woken_replaced"), 1);
+}
+
+/// The pick that would run a delayed task takes it off the queue instead, its positive
+/// lag clipped to 0, and picks again.
+#[test]
+fn a_picked_delayed_task_leaves_with_its_lag_clipped_to_zero() {
+    let mut f = delay_queue(true, 3_000_000);
+    let mut picked = None;
+    in_ctx(&mut f, 3, |f, ctx| {
+        Fair::block(f, ctx, 0, 0);
+        // The others run on: task 0 now has the earliest deadline and is eligible
+        // (V = (3 + 4 + 5) / 3 = 4 ms).
+        others_run_on(f);
+        picked = f.pick_task(ctx, 0);
+    });
+    assert_eq!(
+        picked,
+        Some(1),
+        "the earliest eligible deadline after task 0 left"
+    );
+    assert!(!f.ents[0].on_rq && !f.ents[0].delayed);
+    assert_eq!(f.ents[0].vlag, 0, "its lag of +1 ms is clipped");
+    assert_eq!(f.rqs[0].nr_running, 2);
+    assert_eq!(delay_count(&f, "delay_dequeue_picked_lag_zeroed"), 1);
 }
