@@ -470,6 +470,9 @@ pub struct Fair<P: FairPolicy> {
     running: Vec<Option<TaskId>>,
     /// Runnable tasks on this pCPU (queued + running), all levels.
     h_nr: Vec<u64>,
+    /// Delayed tasks (`fair/delay.rs`) still queued on this pCPU: asleep, so not in
+    /// `h_nr`, but in the kernel's `rq->nr_running`.
+    nr_delayed: Vec<u64>,
     /// Tasks queued or running on each pCPU.
     cpu_tasks: Vec<BTreeSet<TaskId>>,
     /// pCPUs with nothing queued or running.
@@ -528,6 +531,7 @@ impl<P: FairPolicy> Fair<P> {
             rqs: vec![],
             running: vec![],
             h_nr: vec![],
+            nr_delayed: vec![],
             cpu_tasks: vec![],
             idle_cpus: BTreeSet::new(),
             last_balance: vec![],
@@ -613,6 +617,7 @@ impl<P: FairPolicy> Fair<P> {
         self.vm_runnable = vec![0; self.nvms];
         self.running = vec![None; self.ncpus];
         self.h_nr = vec![0; self.ncpus];
+        self.nr_delayed = vec![0; self.ncpus];
         self.cpu_tasks = vec![BTreeSet::new(); self.ncpus];
         self.idle_cpus = (0..self.ncpus as u32).collect();
         // Stagger balancing by one tick per pCPU, so two pCPUs never balance against each
@@ -674,10 +679,15 @@ impl<P: FairPolicy> Fair<P> {
     /// Tasks queued or running under `rq` at every level (`h_nr_queued`).
     pub(super) fn h_nr_queued(&self, rq: u32) -> u64 {
         if (rq as usize) < self.ncpus {
-            self.h_nr[rq as usize]
+            self.nr_running(rq)
         } else {
             self.rqs[rq as usize].nr_running
         }
+    }
+
+    /// The pCPU's `rq->nr_running`: its runnable tasks and the delayed ones still queued.
+    pub(super) fn nr_running(&self, cpu: u32) -> u64 {
+        self.h_nr[cpu as usize] + self.nr_delayed[cpu as usize]
     }
 
     /// Whether task `t` sits under a group entity (`group_per_vm`, and not a root-cgroup
@@ -1387,6 +1397,12 @@ impl<P: FairPolicy> Fair<P> {
                 }
             }
         }
+        if self.h_nr[cpu as usize] == 0 && self.nr_delayed[cpu as usize] > 0 {
+            // Nothing runnable: the pick takes every delayed task off first, and only then
+            // does the pCPU balance as it goes idle (`pick_next_task_fair`).
+            let none = self.pick_task_delayed(ctx, cpu);
+            debug_assert!(none.is_none());
+        }
         // idle_balance() is skipped when this pCPU's idle periods are short on average.
         if self.h_nr[cpu as usize] == 0 && self.avg_idle[cpu as usize] >= self.tun.migration_cost {
             self.newidle_balance(ctx, cpu, false);
@@ -1438,7 +1454,7 @@ impl<P: FairPolicy> Fair<P> {
             self.core_tick(ctx, cpu, t);
         }
         self.periodic_balance(ctx, cpu);
-        if self.h_nr[cpu as usize] >= 2 {
+        if self.nr_running(cpu) >= 2 {
             // nohz idle balance: kick an idle pCPU that could take one of our tasks.
             // Only pCPUs idle long enough to have stopped their tick (nohz) are balanced
             // on behalf; a pCPU whose vCPU halts for microseconds is not.
@@ -1487,7 +1503,7 @@ impl<P: FairPolicy> Fair<P> {
     fn yield_to(&mut self, ctx: &mut SchedCtx, req: YieldRequest) -> YieldResult {
         let (me, cpu, target) = (req.from, req.from_cpu, req.target);
         let p_cpu = self.task_cpu[target as usize];
-        if self.h_nr[cpu as usize] == 1 && self.h_nr[p_cpu as usize] == 1 {
+        if self.nr_running(cpu) == 1 && self.nr_running(p_cpu) == 1 {
             self.counters.bump(C_YIELD_ESRCH);
             return YieldResult::NoSuchTarget;
         }

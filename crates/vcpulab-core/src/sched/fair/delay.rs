@@ -29,11 +29,19 @@
 //!
 //! ## Deviations
 //! - Group entities are never delayed themselves: a group entity leaves the root queue
-//!   when its group's queue empties, as before (upstream, an ineligible group entity can
-//!   be delayed too).
+//!   when its group's queue empties, as before. Upstream, the group entity's dequeue is a
+//!   sleep too and can be delayed; a task alone in its group is always eligible inside
+//!   it, so there the delay happens one level up, which the model misses.
 //! - The balancer's pCPU load (the root queue's weight) keeps a delayed task's weight
-//!   until it leaves, where 6.x's PELT load would keep a decaying share of it; the
-//!   runnable counts leave it out, as 6.13+.
+//!   until it leaves, as 6.x's PELT load keeps accruing it while the entity is queued;
+//!   the runnable counts leave it out, as 6.13+'s `h_nr_runnable`. The kernel's
+//!   `rq->nr_running` counts it (the model's `nr_running`: `yield_to`'s -ESRCH test, the
+//!   nohz kick, the series' task count); its group classification (`sum_nr_running`) does
+//!   too, which the model's runnable-count balancer does not.
+//! - A delayed task is never migrated. 6.14+'s `can_migrate_task` lets the balancer pull
+//!   one in `migrate_load` mode only, after failed attempts; it then stays delayed there.
+//! - The lag limit is 6.12's max(2 x slice, tick) (`eevdf.rs`); later kernels bound it
+//!   by the queue's largest slice plus a tick.
 //! - DEQUEUE_SPECIAL (stopped, traced, frozen tasks are never delayed) has no case here:
 //!   every block in the simulator is a sleep.
 
@@ -71,6 +79,7 @@ impl<P: FairPolicy> Fair<P> {
         self.delay_counters.bump(C_DELAYED);
         self.clear_buddies(leaf, t);
         self.ents[t as usize].delayed = true;
+        self.nr_delayed[cpu as usize] += 1;
         self.uncount_runnable(ctx, t, cpu);
         true
     }
@@ -111,6 +120,7 @@ impl<P: FairPolicy> Fair<P> {
     pub(super) fn finish_delayed_dequeue(&mut self, ctx: &mut SchedCtx, t: TaskId) {
         let cpu = self.task_cpu[t as usize];
         self.dequeue_entities(ctx, t, cpu);
+        self.nr_delayed[cpu as usize] -= 1;
         let ent = &mut self.ents[t as usize];
         ent.delayed = false;
         if ent.vlag > 0 {
@@ -127,7 +137,8 @@ impl<P: FairPolicy> Fair<P> {
     pub(super) fn requeue_delayed(&mut self, ctx: &mut SchedCtx, t: TaskId) {
         let cpu = self.task_cpu[t as usize];
         let rq = self.leaf_rq(t, cpu);
-        self.update_curr(ctx, rq, cpu);
+        // 6.18 takes the lag against V as it stands, curr not charged first (7.x charges
+        // it; the wake-up preemption check below does).
         P::update_entity_lag(self, rq, t);
         if self.ents[t as usize].vlag > 0 {
             self.delay_counters.bump(C_WOKEN_REPLACED);
@@ -149,6 +160,7 @@ impl<P: FairPolicy> Fair<P> {
             self.delay_counters.bump(C_WOKEN_IN_PLACE);
         }
         self.ents[t as usize].delayed = false;
+        self.nr_delayed[cpu as usize] -= 1;
         self.count_runnable(t, cpu);
         self.check_preempt_wakeup(ctx, t, cpu);
     }
@@ -180,6 +192,25 @@ impl<P: FairPolicy> Fair<P> {
             if !e.delayed && !matches!(state, RunState::Halted) && !e.on_rq {
                 return Err(format!("task {t} is {} but not queued", name(state)));
             }
+        }
+        let list = |v: &[u64]| {
+            v.iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut counted = vec![0u64; self.nr_delayed.len()];
+        for t in 0..view.state.len() {
+            if self.ents[t].delayed {
+                counted[self.task_cpu[t] as usize] += 1;
+            }
+        }
+        if counted != self.nr_delayed {
+            return Err(format!(
+                "delayed dequeue: delayed tasks per pCPU are {} but counted {}",
+                list(&counted),
+                list(&self.nr_delayed)
+            ));
         }
         Ok(())
     }

@@ -792,3 +792,28 @@ fn a_picked_delayed_task_leaves_with_its_lag_clipped_to_zero() {
     assert_eq!(f.rqs[0].nr_running, 2);
     assert_eq!(delay_count(&f, "delay_dequeue_picked_lag_zeroed"), 1);
 }
+
+/// A pCPU left with only delayed tasks takes them all off its queue as it goes idle, as
+/// `pick_next_task_fair` does.
+#[test]
+fn a_pcpu_with_only_delayed_tasks_clears_them_as_it_goes_idle() {
+    let policy = Eevdf {
+        delay_dequeue: true,
+        ..eevdf(true)
+    };
+    let mut f = running_queue(policy, &[(3_000_000, 3_750_000), (1_000_000, 1_750_000)]);
+    f.running[0] = Some(0);
+    let mut picks = vec![];
+    in_ctx(&mut f, 2, |f, ctx| {
+        // V = 2 ms: task 0 sleeps delayed; task 1 runs, then sleeps eligible.
+        Fair::block(f, ctx, 0, 0);
+        picks.push(Fair::pick_next(f, ctx, 0, None));
+        Fair::block(f, ctx, 0, 1);
+        picks.push(Fair::pick_next(f, ctx, 0, None));
+    });
+    assert_eq!(picks, vec![Some(1), None]);
+    assert!(!f.ents[0].on_rq && !f.ents[0].delayed);
+    assert_eq!((f.rqs[0].nr_running, f.nr_delayed[0]), (0, 0));
+    assert_eq!(delay_count(&f, "delay_dequeue_delayed"), 1);
+    assert_eq!(delay_count(&f, "delay_dequeue_picked"), 1);
+}
