@@ -7,12 +7,15 @@
 //!   entity is not eligible on its queue (vruntime past V, curr included), it is marked
 //!   delayed and left queued: it stays in the tree, in the queue's load and in V, and its
 //!   group entity stays queued too. It is no longer runnable: it leaves the pCPU's
-//!   runnable count (6.13+ `h_nr_runnable`, which load balancing and idleness read) and
-//!   is never migrated. An eligible sleeper leaves at once, as before.
+//!   runnable count (6.13+ `h_nr_runnable`, which load balancing reads) and is never
+//!   migrated. An eligible sleeper leaves at once, as before.
 //! - **Pick** (`pick_next_entity`, `pick_task_fair`): when the pick would run a delayed
 //!   task, the task leaves its queue instead (DEQUEUE_DELAYED) and the pick starts again
 //!   from the root. Its lag is taken then; DELAY_ZERO clips a positive lag to 0, since the
-//!   task was meant to leave at its zero-lag point.
+//!   task was meant to leave at its zero-lag point. A pCPU with nothing runnable left so
+//!   takes off all its delayed tasks before it balances as it goes idle, so an idle pCPU
+//!   never holds one (the kernel's `idle_cpu` counts them in `nr_running`; with this, the
+//!   model's runnable count gives the same answer).
 //! - **Wake-up** (`ttwu_runnable`, ENQUEUE_DELAYED, `requeue_delayed_entity`): a delayed
 //!   task is still queued, so it wakes on its own pCPU, with no wake-up placement
 //!   (`select_task_rq`, `wake_affine`, `record_wakee` are not called). With DELAY_ZERO,
