@@ -470,12 +470,6 @@ def _spread(vals: list[Optional[float]]) -> Optional[float]:
 # ---------------------------------------------------------------- the validation gate
 
 
-def _reference_kernel() -> str:
-    from . import kvm_reference as ref
-
-    return ref.KERNEL
-
-
 def simulate(case: dict[str, Any], tick: str, profile: Optional[str] = None,
              sched: Optional[dict[str, Any]] = None,
              seeds: Sequence[int] = (), kernel: Optional[str] = None) -> dict[str, tuple[Optional[float], list[Optional[float]]]]:
@@ -484,8 +478,10 @@ def simulate(case: dict[str, Any], tick: str, profile: Optional[str] = None,
     model with the given tick and host profile and the host `kernel` release's features
     (default: the reference machine's) — the same scheduler table as the live
     comparison's; `sched`, if given, is that table already built."""
+    from . import kvm_reference as ref
+
     seeds = tuple(seeds) or SIM_SEEDS
-    sched = sched or _eevdf_sched(tick, profile, kernel or _reference_kernel())
+    sched = sched or _eevdf_sched(tick, profile, kernel or ref.KERNEL)
     if case["sim"] is None or sched is None:
         return {metric: (None, []) for metric, *_ in case["rows"]}
     return _sim_rows(case, sched, seeds)

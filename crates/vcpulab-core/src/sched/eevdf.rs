@@ -79,10 +79,10 @@
 //! ## Deviations
 //! - DELAY_DEQUEUE is off by default although 6.12+ kernels have it on: the reproductions
 //!   and claims were run without it, and turning it on by default changes every `eevdf`
-//!   result, so it waits for their re-run (docs/validation.md, "DELAY_DEQUEUE",
-//!   2026-11-27). Without it a sleeper keeps its negative lag through the sleep, which made
-//!   a nice-19 vCPU's wake-up behind three busy vCPUs 5.5x slower than real KVM's (2.5x
-//!   with it).
+//!   result, so it waits for their re-run (docs/validation.md, "DELAY_DEQUEUE in the
+//!   model", 2026-11-27). Without it a sleeper keeps its negative lag through the sleep,
+//!   which made a nice-19 vCPU's wake-up behind three busy vCPUs 5.5x slower than real
+//!   KVM's (2.2x with it).
 //! - No PREEMPT_SHORT; no custom slices. V is computed exactly (O(queue length)) rather
 //!   than with the kernel's incremental sums.
 //! - "6.19" changes only the yield against "6.14"; the rest of 6.19's fair class (e.g. its

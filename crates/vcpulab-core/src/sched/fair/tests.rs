@@ -817,3 +817,21 @@ fn a_pcpu_with_only_delayed_tasks_clears_them_as_it_goes_idle() {
     assert_eq!(delay_count(&f, "delay_dequeue_delayed"), 1);
     assert_eq!(delay_count(&f, "delay_dequeue_picked"), 1);
 }
+
+/// `--check-invariants` catches a delayed task the engine thinks runnable, and a per-pCPU
+/// count of delayed tasks that disagrees with the tasks.
+#[test]
+fn the_delayed_dequeue_check_catches_broken_bookkeeping() {
+    let mut f = delay_queue(true, 3_000_000);
+    in_ctx(&mut f, 3, |f, ctx| Fair::block(f, ctx, 0, 0));
+    let mut v = view(3);
+    v.state[0] = RunState::Halted;
+    assert_eq!(Scheduler::check(&f, &v), Ok(()));
+    v.state[0] = RunState::Runnable;
+    let err = Scheduler::check(&f, &v).unwrap_err();
+    assert!(err.contains("task 0 is delayed but not asleep"), "{err}");
+    v.state[0] = RunState::Halted;
+    f.nr_delayed[0] = 0;
+    let err = Scheduler::check(&f, &v).unwrap_err();
+    assert!(err.contains("are 1 but nr_delayed says 0"), "{err}");
+}
