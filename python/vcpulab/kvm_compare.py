@@ -160,6 +160,55 @@ def _sim_sc(name: str, vms: list[dict[str, Any]], duration: str, sched: dict[str
             "host_thread": [HARNESS_MONITOR]}
 
 
+# The harness's waker thread (harness.rs, `waker_thread`): woken once by a halting vCPU's
+# request (an mpsc send) and once by its own timer a gap later, when it stamps the TSC and
+# writes the vCPU's eventfd. One pass's run, measured on 2026-11-28 01:30 UTC on the EPYC
+# machine (6.18.44-fc-v669): `perf sched record -o wb0.perf -- vcpulab kvm run wb0.toml`
+# (the wake-busy0 case, 1 s) three times, then `python scripts/kvm_sched_trace.py
+# wb0.perf`: runs p50 8 us (1,416 runs), means 7.2-8.6 us. Not measured on the reference
+# (Xeon) machine; its cases use this value too (docs/validation.md, "The harness's waker").
+HARNESS_WAKER_PASS = "8us"
+# The vCPU thread's send to the waker (std::sync::mpsc) wakes the waker before it unlocks
+# the channel, so a waker that preempts the sender at once blocks on that lock until the
+# sender runs again (traced with `perf sched record`: the waker preempts the nice-19 vCPU
+# right after the send, sleeps, and is woken by the vCPU once that runs again; `strace -f`
+# shows the waker's FUTEX_WAIT on the lock). How long the vCPU runs, back on its pCPU,
+# before that unlock: `python scripts/kvm_waker_inversion.py run.perf` on seven traces of
+# the wake-busy3-nice19 case (`perf sched record -o run.perf -- vcpulab kvm run
+# wake-busy3-nice19.toml`; three of 2026-11-27 18:55 UTC, four of 2026-11-28 01:24-02:31
+# UTC, EPYC, 6.18.44-fc-v669): 1,073 inversions, pooled p50 18 us and mean 33 us (the
+# traces' own p50s 12-30 us). As the profile's latencies: a log-normal of that median whose
+# mean is the samples' mean (sigma = sqrt(2 ln(33.2 / 18))).
+HARNESS_SEND_HOLD: Any = {"dist": "lognormal", "median": "18us", "sigma": 1.106}
+
+
+def _harness_waker() -> dict[str, Any]:
+    """The waker as a host thread: the split-driver backend of the wake cases (a pass per
+    request in, and one per response out, which the responding vCPU's thread wakes)."""
+    return {"name": "harness-waker", "workload": {"kind": "netback", "per_packet": HARNESS_WAKER_PASS, "per_kib": "0ns"}}
+
+
+def _profile_exit_cost(profile: Optional[str]) -> Any:
+    """The host profile's `[kvm] ple_exit_cost`: the harness's exit round trip (guest ->
+    VMM in user space -> guest), as written there (a duration or a distribution); the
+    model's default, 1 us, without a profile or the key."""
+    import tomllib
+
+    from . import _native
+
+    text = None
+    if profile:
+        shipped = dict(_native.shipped_profiles())
+        if profile in shipped:
+            text = shipped[profile]
+        elif os.path.exists(profile):
+            with open(profile, encoding="utf-8") as f:
+                text = f.read()
+    if text is None:
+        return "1us"
+    return tomllib.loads(text).get("kvm", {}).get("ple_exit_cost", "1us")
+
+
 def _profile_meta(text: str) -> dict[str, Any]:
     import tomllib
 
@@ -194,7 +243,7 @@ def _jain(xs: list[float]) -> Optional[float]:
     return K._jain(xs)
 
 
-def _waker_vm(gap: dict[str, Any], weight: int) -> dict[str, Any]:
+def _waker_vm(gap: dict[str, Any], weight: int, exit_cost: Any = None) -> dict[str, Any]:
     """The simulated side of the wake-up cases' woken vCPU: a 1 us serve op per request, in
     a closed loop of one client whose next request comes `gap` after the last response.
 
@@ -203,10 +252,24 @@ def _waker_vm(gap: dict[str, Any], weight: int) -> dict[str, Any]:
     and no wake-up waits behind another. Until 2026-11-27 (session 24) the simulated side
     was an open loop, Poisson requests at the gap's mean rate: a vCPU kept from running
     built a queue of requests, and each one's latency counted its wait behind the others,
-    which the harness cannot measure (docs/validation.md, "The wake-up cases' loop")."""
+    which the harness cannot measure (docs/validation.md, "The wake-up cases' loop").
+
+    With `exit_cost` (since 2026-11-28, session 26; the user-space halt cases): the halt
+    costs the vCPU's thread one exit round trip before it sends (the response) to the
+    waker, `_harness_waker`, the split-driver backend, which the send wakes; the sender
+    keeps the channel locked for `HARNESS_SEND_HOLD` after that, so a waker that preempts
+    it waits for it; the next wake-up is due a gap after the send; and latency ends when
+    the thread takes the request (`latency = "taken"`), as the harness measures from its
+    waker's stamp to guest code."""
+    ops: list[dict[str, Any]] = [{"op": "serve", "service": "1us"}]
+    arrivals: dict[str, Any] = {"process": "closed", "clients": 1, "think": gap}
+    if exit_cost is not None:
+        ops = [{"op": "wait_request"}, {"op": "compute", "duration": "1us"},
+               {"op": "compute", "duration": exit_cost, "mode": "kernel"},
+               {"op": "respond", "hold": HARNESS_SEND_HOLD}]
+        arrivals["latency"] = "taken"
     return {"name": "waker", "vcpus": 1, "weight": weight,
-            "workload": [{"kind": "program", "threads": 1, "ops": [{"op": "serve", "service": "1us"}],
-                          "arrivals": {"process": "closed", "clients": 1, "think": gap}}]}
+            "workload": [{"kind": "program", "threads": 1, "ops": ops, "arrivals": arrivals}]}
 
 
 def cases() -> list[dict[str, Any]]:
@@ -261,20 +324,24 @@ def cases() -> list[dict[str, Any]]:
         pol = [{"vcpus": "0", "nice": nice}] if nice else []
 
         def sim(sched: dict[str, Any], busy: int = busy, nice: Optional[int] = nice, cid: str = cid) -> dict[str, Any]:
-            vms = [_waker_vm(WAKE_GAP, NICE19_WEIGHT if nice else NICE0_WEIGHT)]
+            vms = [_waker_vm(WAKE_GAP, NICE19_WEIGHT if nice else NICE0_WEIGHT, _profile_exit_cost(sched.get("_profile")))]
             if busy:
                 vms.append({"name": "busy", "vcpus": busy, "weight": NICE0_WEIGHT, "workload": [_prog([{"op": "compute", "duration": COMPUTE_OP}], busy)]})
             sc = _sim_sc(cid, vms, "2s", sched)
             # The harness's halt is a user-space exit (OUT, then a blocking read of an
             # eventfd): no in-kernel halt polling; the wake-up pays the profile's
-            # halt_wakeup_cost before guest code runs.
+            # halt_wakeup_cost before guest code runs. Its waker is a thread of the host.
             sc["kvm"] = {"halt_poll_ns": 0, "ple": False}
+            sc["host"].update({"io_path": "split", "io_driver": "harness-waker"})
+            sc["host_thread"].append(_harness_waker())
             return sc
 
         add(cid, _kvm_sc(cid, 1 + busy, wl, pol), sim, held_out=busy == 1, rows=[wake_row],
             note="real: halt exit, woken by the harness's eventfd 1-3 ms later; sim: the same closed loop (the next "
-                 "request 1-3 ms after the last response), request to response of a 1 us serve op, the wake-up paying "
-                 "the profile's halt_wakeup_cost" + ("; nice 19 on the woken vCPU (sim: VM weight 4 vs 256)" if nice else ""))
+                 "request 1-3 ms after the last response), the waker a host thread that the halt and its timer wake, "
+                 "an exit round trip of the vCPU's thread per halt, from the waker's pass to the thread taking the "
+                 "request, the wake-up paying the profile's halt_wakeup_cost"
+                 + ("; nice 19 on the woken vCPU (sim: VM weight 4 vs 256)" if nice else ""))
     # Held out (issue 27, part 6; since 2026-11-27, session 23): the vCPU halts in the kernel
     # (`sti; hlt` at CPL0, [kvm] halt = "kernel") and is woken by an interrupt the harness
     # sends through an irqfd routed as an MSI: an interrupt's (an IPI's) delivery to a halted
@@ -376,6 +443,11 @@ def _eevdf_sched(tick: str, profile: Optional[str], kernel: str) -> Optional[dic
         sched["tick"] = tick
     if "delay_dequeue" in params:
         sched["delay_dequeue"] = kernel_delays_dequeue(kernel)
+    # Upstream weighs a wakee by its load average (PELT) in wake_affine_weight; the
+    # model's default (its full weight) keeps the harness's waker thread off the pCPU of
+    # the vCPU that wakes it (fair/pelt.rs).
+    if "wakee_load" in params:
+        sched["wakee_load"] = "pelt"
     sched["_params"] = params
     sched["_profile"] = profile
     return sched

@@ -253,6 +253,66 @@ def test_io_path_bandwidth_and_latency_columns():
         vcpulab.run(bad)
 
 
+def _taken_scenario(latency: str | None, busy: bool) -> dict:
+    """One pCPU; a VM serving a closed loop (1 ms think) with 200 us of work per request,
+    and with `busy` a second VM that computes without end beside it."""
+    arrivals = {"process": "closed", "clients": 1, "think": "1ms"}
+    if latency is not None:
+        arrivals["latency"] = latency
+    vms = [{"name": "server", "vcpus": 1,
+            "workload": [{"kind": "program", "ops": [{"op": "serve", "service": "200us"}], "arrivals": arrivals}]}]
+    if busy:
+        vms.append({"name": "hog", "vcpus": 1, "workload": [{"kind": "program", "ops": [{"op": "compute", "duration": "10us"}]}]})
+    return {"name": "taken", "duration": "1s", "host": {"cores_per_socket": 1}, "scheduler": {"name": "eevdf"}, "vm": vms}
+
+
+def test_latency_to_the_take_leaves_out_the_service():
+    """`arrivals.latency = "taken"` ends a request's latency when a guest thread takes it
+    (the KVM harness's wake-up measure), not at its response: on an idle host it is the
+    wake-up alone, the 200 us of service only in the default; beside a CPU hog it is the
+    wait for the pCPU, and the response adds the service (and its preemptions) on top."""
+    def lat(latency: str | None, busy: bool, stat: str) -> float:
+        s = vcpulab.run(_taken_scenario(latency, busy)).summary
+        return s["vms"][0]["workloads"][0]["latency_ms"][stat]
+
+    assert lat(None, False, "p50") == lat("response", False, "p50") >= 0.2
+    assert lat("taken", False, "p50") < 0.01
+    # Beside the hog: the same requests, the service (0.2 ms) apart on average.
+    taken, response = lat("taken", True, "mean"), lat("response", True, "mean")
+    assert taken > 0.05 and response >= taken + 0.19, (taken, response)
+    with pytest.raises(vcpulab.ScenarioError, match=r'arrivals\.latency: unknown latency end "served".*"response".*"taken"'):
+        vcpulab.run(_taken_scenario("served", False))
+
+
+def _held_scenario(hold: str | None) -> dict:
+    """Two pCPUs; a VM serving a closed loop through a split-driver backend host thread,
+    its thread computing 1 ms after each response (so the backend has the other pCPU)."""
+    respond = {"op": "respond"} if hold is None else {"op": "respond", "hold": hold}
+    ops = [{"op": "wait_request"}, {"op": "compute", "duration": "10us"}, respond, {"op": "compute", "duration": "1ms"}]
+    return {"name": "held", "duration": "1s", "host": {"cores_per_socket": 2, "io_path": "split", "io_driver": "backend"},
+            "scheduler": {"name": "eevdf"},
+            "vm": [{"name": "server", "vcpus": 1,
+                    "workload": [{"kind": "program", "ops": ops,
+                                  "arrivals": {"process": "closed", "clients": 1, "think": "5ms"}}]}],
+            "host_thread": [{"name": "backend", "workload": {"kind": "netback", "per_packet": "5us", "per_kib": "0ns"}}]}
+
+
+def test_a_held_response_keeps_the_backend_waiting_for_its_sender():
+    """`respond` with `hold`: the backend, woken by the send, waits for the sender to run
+    `hold` more before it can take the response (a sender that wakes its receiver before
+    it unlocks). The response leaves no sooner than the hold after the send; without
+    `hold` it leaves after the backend's pass."""
+    def p50(hold: str | None) -> float:
+        s = vcpulab.run(_held_scenario(hold)).summary
+        return s["vms"][0]["workloads"][0]["latency_ms"]["p50"]
+
+    plain, held = p50(None), p50("200us")
+    assert plain < 0.1, plain
+    assert held >= 0.2 + 0.01, held
+    with pytest.raises(vcpulab.ScenarioError, match=r"hold"):
+        vcpulab.run(_held_scenario("soon"))
+
+
 def test_a_signal_handler_s_exception_ends_a_run_at_once():
     """The extension releases the GIL for a run but lets the interpreter run its signal
     handlers every few ms of it: an exception a handler raises (KeyboardInterrupt on

@@ -27,7 +27,7 @@ def test_every_case_stays_in_its_documented_band():
     # directions; the held-out cases are counted apart.
     within = [(r["case"], r["metric"]) for r in rows if r["band"] == [0.5, 2.0] and not r["held_out"]]
     held = [(r["case"], r["metric"]) for r in rows if r["band"] == [0.5, 2.0] and r["held_out"]]
-    assert (len(within), len(held)) == (28, 10), (within, held)
+    assert (len(within), len(held)) == (30, 10), (within, held)
     assert sum(1 for r in rows if not r["held_out"]) == 30
 
 
@@ -67,7 +67,10 @@ def test_the_wake_cases_simulate_the_harness_closed_loop():
     for case in wake_cases:
         (real_io,) = [op["latency"] for wl in case["real"]["vm"][0]["workload"] for op in wl["ops"] if op["op"] == "io"]
         sim_wl = case["sim"](sched)["vm"][0]["workload"][0]
-        assert sim_wl["arrivals"] == {"process": "closed", "clients": 1, "think": real_io}, case["id"]
+        arrivals = {"process": "closed", "clients": 1, "think": real_io}
+        if case["real"]["kvm"].get("halt") != "kernel":
+            arrivals["latency"] = "taken"  # the harness's measure: its stamp to guest code
+        assert sim_wl["arrivals"] == arrivals, case["id"]
     # A starved nice-19 vCPU (seven busy nice-0 vCPUs on 2 pCPUs) completes fewer wake-ups
     # than the loop would offer at its gaps alone (~1,000 in 2 s), and the closed loop has no
     # queue: its requests follow one another, so their latencies add up to less than the run
@@ -82,17 +85,71 @@ def test_the_wake_cases_simulate_the_harness_closed_loop():
 def test_the_simulated_host_delays_dequeues_as_the_reference_kernel_does():
     """The reference machines run Linux 6.18, whose EEVDF has DELAY_DEQUEUE and DELAY_ZERO
     on (6.12+), so the gate's host model turns them on; a 6.11 or 4.15 host does not. With
-    them a nice-19 vCPU that halts ineligible behind three busy vCPUs stays queued while it
-    sleeps, so the others' running pays its lag off, and its wake-up waits less."""
+    them the nice-19 vCPU behind three busy vCPUs halts ineligible and stays queued, and is
+    woken there. (Its row no longer depends on it since session 26: the harness's waker
+    thread decides it; docs/validation.md.)"""
     assert kc.kernel_delays_dequeue(ref.KERNEL)
     assert not kc.kernel_delays_dequeue("6.11.0-1-generic")
     assert not kc.kernel_delays_dequeue("4.15.0-213-generic")
     sched = kc._eevdf_sched(ref.TICK, ref.PROFILE, ref.KERNEL)
     assert sched["delay_dequeue"] is True
     case = kc.select(["wake-busy3-nice19"])[0]
-    on, _ = kc.simulate(case, ref.TICK, ref.PROFILE, sched, seeds=(1,))["wake_p50"]
-    off, _ = kc.simulate(case, ref.TICK, ref.PROFILE, {**sched, "delay_dequeue": False}, seeds=(1,))["wake_p50"]
-    assert on < 0.6 * off, (on, off)
+    counters = kc._run_sim(case, sched, 1)["scheduler_counters"]
+    assert counters["delay_dequeue_delayed"] > 0 and counters["delay_dequeue_woken_in_place"] > 0, counters
+    off = kc._run_sim(case, {**sched, "delay_dequeue": False}, 1)["scheduler_counters"]
+    assert "delay_dequeue_delayed" not in off, off
+
+
+def test_the_wake_cases_simulate_the_harness_waker():
+    """The harness's waker is a thread of the host: a vCPU's halt wakes it (its request for
+    the next wake-up) and so does its own timer, when it writes the vCPU's eventfd; the
+    halt costs the vCPU's thread an exit round trip (the profile's). The simulated side of
+    the user-space halt cases has both: the waker as the split-driver backend, at its
+    measured pass, and the exit after each response."""
+    sched = kc._eevdf_sched(ref.TICK, ref.PROFILE, ref.KERNEL)
+    assert sched["wakee_load"] == "pelt"
+    for case in kc.cases():
+        if not case["id"].startswith("wake-busy"):
+            continue
+        sc = case["sim"](sched)
+        assert sc["host"]["io_path"] == "split" and sc["host"]["io_driver"] == "harness-waker", case["id"]
+        (waker,) = [t for t in sc["host_thread"] if t["name"] == "harness-waker"]
+        assert waker["workload"] == {"kind": "netback", "per_packet": kc.HARNESS_WAKER_PASS, "per_kib": "0ns"}
+        ops = sc["vm"][0]["workload"][0]["ops"]
+        # pvm-xeon-2cpu's ple_exit_cost, then the send that keeps the channel locked
+        assert ops[-2:] == [{"op": "compute", "duration": "69.9us", "mode": "kernel"},
+                            {"op": "respond", "hold": kc.HARNESS_SEND_HOLD}], ops
+
+
+def test_the_nice19_wake_family_has_the_real_shape():
+    """On the reference machine a nice-19 vCPU wakes later behind seven busy nice-0 vCPUs
+    (10.4 ms) than behind three (0.61 ms), and either far later than at nice 0 (42-58 us).
+    The simulated medians must order the same, and they do since session 26 (before:
+    1.3 ms and 0.74 ms, the wrong way round). Behind three, the waker thread preempts the
+    vCPU's thread at its send and then waits for the channel's lock, which the preempted
+    thread holds (a priority inversion: the wake-up is stamped late, so the measured wait
+    is short); it preempts it there only because a thread that mostly sleeps weighs its
+    load average in wake_affine_weight (`wakee_load = "pelt"`) and so runs on the vCPU's
+    pCPU. Without either the row is out by more than 5x."""
+    names = ["wake-busy3", "wake-busy3-nice19", "wake-busy7-nice19"]
+    rows = {r["case"]: r for r in kc.gate(names)}
+    real = {row[0]: row[3] for row in ref.ROWS if row[0] in names}
+    assert real["wake-busy7-nice19"] > real["wake-busy3-nice19"] > 10 * real["wake-busy3"]
+    sim = {c: rows[c]["sim"] for c in names}
+    assert sim["wake-busy7-nice19"] > sim["wake-busy3-nice19"] > 10 * sim["wake-busy3"], sim
+    sched = kc._eevdf_sched(ref.TICK, ref.PROFILE, ref.KERNEL)
+    case = kc.select(["wake-busy3-nice19"])[0]
+    by_weight, _ = kc.simulate(case, ref.TICK, ref.PROFILE, {**sched, "wakee_load": "weight"})["wake_p50"]
+    assert by_weight > 5 * real["wake-busy3-nice19"], by_weight
+
+
+def test_the_waker_s_wait_for_the_channel_lock_decides_the_nice19_row(monkeypatch):
+    """With the send's hold at 0 (the waker never waits for the sender) the nice-19 vCPU's
+    measured wake-up behind three busy vCPUs is 5x the real one: the inversion is what
+    hides its wait from the harness's stamp."""
+    monkeypatch.setattr(kc, "HARNESS_SEND_HOLD", "0us")
+    (row,) = kc.gate(["wake-busy3-nice19"])
+    assert row["ratio"] > 4, row
 
 
 def test_the_user_space_ple_family_has_the_real_shape():

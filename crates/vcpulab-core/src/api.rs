@@ -417,7 +417,7 @@ pub fn estimate_parts(sc: &Scenario) -> EventEstimate {
                         let m = first_busy.base_ns(base_ghz).mean();
                         (m, m)
                     }
-                    Op::Lock { hold, .. } => (hold.mean(), hold.mean()),
+                    Op::Lock { hold, .. } | Op::RespondHeld { hold } => (hold.mean(), hold.mean()),
                     Op::Io { latency, .. } => (latency.mean(), 0.0),
                     Op::Sleep { duration } => (duration.mean(), 0.0),
                     Op::Timer { period, .. } => (*period, 0.0),

@@ -14,7 +14,7 @@ use crate::scenario::{Costs, HostThreadBody, Scenario, VmSpec};
 use crate::time::SimDuration;
 use crate::topology::{CpuSet, Topology};
 use crate::vocab::{IoDriver, LockKind, VmClass};
-use crate::workload::{Arrivals, Dist, IpiTargets, Mode, Op, RxPath, WorkloadSpec};
+use crate::workload::{Arrivals, Dist, IpiTargets, Mode, Op, RxPath, Work, WorkloadSpec};
 
 /// A validated scenario, compiled for the engine (see the module notes).
 #[derive(Clone, Debug)]
@@ -97,6 +97,8 @@ pub(crate) struct WorkloadModel {
     /// first thread.
     pub timer: bool,
     pub rx: Option<RxPath>,
+    /// `arrivals.latency = "taken"` (see `RtOp::Taken`).
+    pub latency_taken: bool,
     placement: Placement,
 }
 
@@ -172,7 +174,15 @@ pub(crate) enum RtOp {
         slot: u32,
     },
     WaitRequest,
+    /// Follows every `WaitRequest` of a workload with `arrivals.latency = "taken"`: the
+    /// thread runs again with the request it took (after its vCPU's wake-up, if it
+    /// halted), so the request's latency ends here.
+    Taken,
     Respond,
+    /// `workload::Op::RespondHeld`: the response goes to the backend with its queue lock
+    /// held by this thread, until its `ReleaseHeld` (after the hold's compute).
+    RespondHeld,
+    ReleaseHeld,
     /// Helper threads (see `crate::ft`): take the next job or block.
     HelperWait,
     /// Burn the CPU work of the current job.
@@ -299,7 +309,17 @@ fn compile_workload(w: &WorkloadSpec, placement: Placement, base_ghz: f64) -> Wo
         unit: w.unit.clone(),
         threads: w.threads,
         bytes_per_unit: w.bytes_per_unit,
-        ops: compile_ops(&w.ops, base_ghz),
+        ops: if w.latency_taken {
+            compile_ops(&w.ops, base_ghz)
+                .into_iter()
+                .flat_map(|op| match op {
+                    RtOp::WaitRequest => vec![RtOp::WaitRequest, RtOp::Taken],
+                    op => vec![op],
+                })
+                .collect()
+        } else {
+            compile_ops(&w.ops, base_ghz)
+        },
         counts_requests: w.counts_requests,
         arrivals: w.arrivals.clone(),
         rt: w.rt,
@@ -308,6 +328,7 @@ fn compile_workload(w: &WorkloadSpec, placement: Placement, base_ghz: f64) -> Wo
         total_units: w.total_units,
         timer: w.kind == "timer-rt",
         rx: w.rx.clone(),
+        latency_taken: w.latency_taken,
         placement,
     }
 }
@@ -363,6 +384,16 @@ fn compile_op(op: &Op, base_ghz: f64) -> Vec<RtOp> {
         },
         Op::WaitRequest => RtOp::WaitRequest,
         Op::Respond => RtOp::Respond,
+        Op::RespondHeld { hold } => {
+            return vec![
+                RtOp::RespondHeld,
+                RtOp::Compute {
+                    work: Work::Time(hold.clone()).base_ns(base_ghz),
+                    mode: Mode::Kernel,
+                },
+                RtOp::ReleaseHeld,
+            ]
+        }
         // A backend waits on its packet queue as a server waits on its request queue.
         Op::WaitPacket => RtOp::WaitRequest,
         Op::LookbusySpin {

@@ -77,6 +77,7 @@ impl<'m, S: Scheduler> Sim<'m, S> {
                 workloads.push(WorkloadRt {
                     counts_requests: w.counts_requests,
                     arrivals: w.arrivals.clone(),
+                    latency_taken: w.latency_taken,
                     rt: w.rt,
                     dirty_bytes_per_ns: w.dirty_bytes_per_ns,
                     request_bytes: w.request_bytes,
@@ -288,6 +289,7 @@ impl<'m, S: Scheduler> Sim<'m, S> {
             n_vcpu_tasks,
             n_vm_workloads,
             io_backend,
+            held: Vec::new(),
             ft,
             cfq,
             default_affinity,

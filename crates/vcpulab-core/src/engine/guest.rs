@@ -451,6 +451,9 @@ impl<S: Scheduler> Sim<'_, S> {
             RtOp::HelperDone => self.step_helper_done(id, w),
             RtOp::HelperFlush => self.step_helper_flush(id, w),
             RtOp::WaitRequest => self.step_wait_request(id, w),
+            RtOp::Taken => self.step_taken(id, w),
+            RtOp::RespondHeld => self.step_respond_held(id, w),
+            RtOp::ReleaseHeld => self.step_release_held(id),
             RtOp::Respond => self.step_respond(id, w),
             &RtOp::PacketWork {
                 per_packet,

@@ -260,8 +260,14 @@ struct WorkloadRt {
     /// Requests (servers) or packets (backends) that arrived while no thread waited.
     queue: VecDeque<Packet>,
     waiting: VecDeque<ThreadId>,
+    /// The senders of its held responses (`RtOp::RespondHeld`) not yet taken by the
+    /// backend, in the order sent.
+    held_by: VecDeque<ThreadId>,
     completed: u64,
     latency: Histogram,
+    /// `arrivals.latency = "taken"`: latency is recorded by `RtOp::Taken`, from the
+    /// request's reaching the guest, instead of at its response.
+    latency_taken: bool,
     rt: bool,
     dirty_bytes_per_ns: f64,
     /// The helper this workload drives (NONE for ordinary workloads).
@@ -294,8 +300,10 @@ impl WorkloadRt {
             rng,
             queue: VecDeque::new(),
             waiting: VecDeque::new(),
+            held_by: VecDeque::new(),
             completed: 0,
             latency: Histogram::default(),
+            latency_taken: false,
             rt: false,
             dirty_bytes_per_ns: 0.0,
             helper: NONE,
@@ -514,6 +522,9 @@ struct State {
     n_vm_workloads: u32,
     /// The netback workload every packet passes through (split-driver path); NONE: direct.
     io_backend: u32,
+    /// Per thread (grown on first use): NONE, or the thread holds the backend's queue lock
+    /// after a `RtOp::RespondHeld`, with the backend thread waiting for it (or none).
+    held: Vec<ThreadId>,
     ft: Ft,
     cfq: Cfq,
     /// Per task: its affinity was defaulted (so it must avoid isolated pCPUs).

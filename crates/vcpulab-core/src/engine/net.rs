@@ -22,7 +22,13 @@ pub(super) struct Packet {
     pub(super) outbound: bool,
     /// Its guest receive path (`rx`) has handled it.
     pub(super) received: bool,
+    /// A response sent with the backend's queue lock still held (`RtOp::RespondHeld`);
+    /// its sender is its workload's `held_by` front when the backend takes it.
+    pub(super) held: bool,
 }
+
+/// `Sim::held` of a thread that holds the backend's queue lock with no backend waiting.
+const HELD_NO_WAITER: ThreadId = ThreadId::MAX - 1;
 
 /// The program of a guest receive path's threads: take the next request, handle it in
 /// the kernel, hand it to the workload.
@@ -58,6 +64,21 @@ impl<S: Scheduler> Sim<'_, S> {
         }
     }
 
+    /// `RtOp::Taken`: the thread runs with the request it took; a workload measuring
+    /// latency to that point (`arrivals.latency = "taken"`) records it here.
+    #[inline(never)]
+    pub(super) fn step_taken(&mut self, id: ThreadId, w: usize) -> Option<bool> {
+        let now = self.st.now;
+        let th = &mut self.st.threads[id as usize];
+        th.pc += 1;
+        if let Some(p) = th.packet {
+            self.st.workloads[w]
+                .latency
+                .record(now.since(p.arrived).ns());
+        }
+        None
+    }
+
     /// `RtOp::Respond`: the response leaves, straight out or through the backend.
     #[inline(always)]
     pub(super) fn step_respond(&mut self, id: ThreadId, w: usize) -> Option<bool> {
@@ -65,8 +86,10 @@ impl<S: Scheduler> Sim<'_, S> {
         th.pc += 1;
         if let Some(p) = th.packet.take() {
             if self.st.io_backend == NONE {
-                self.complete_request(w as u32, p.arrived);
+                self.complete_request(w as u32, p.arrived, true);
             } else {
+                // Woken as by an interrupt (a Xen event channel), with no waker; a held
+                // response (`step_respond_held`) names its sender as the waker.
                 self.send_to_backend(Packet {
                     outbound: true,
                     ..p
@@ -76,8 +99,73 @@ impl<S: Scheduler> Sim<'_, S> {
         None
     }
 
+    /// `RtOp::RespondHeld`: `Respond`, the sender keeping the backend's queue lock until
+    /// its `RtOp::ReleaseHeld`; a closed loop's next request is due a think time from now.
+    /// The sender wakes the backend itself (a thread's futex wake-up, as the KVM harness's
+    /// vCPU thread wakes its waker), so it is the backend's waker for `wake_affine`.
+    #[inline(never)]
+    pub(super) fn step_respond_held(&mut self, id: ThreadId, w: usize) -> Option<bool> {
+        if self.st.io_backend == NONE {
+            return self.step_respond(id, w);
+        }
+        let th = &mut self.st.threads[id as usize];
+        th.pc += 1;
+        if let Some(p) = th.packet.take() {
+            if self.st.held.len() <= id as usize {
+                self.st.held.resize(id as usize + 1, NONE);
+            }
+            self.st.held[id as usize] = HELD_NO_WAITER;
+            self.st.workloads[w].held_by.push_back(id);
+            self.schedule_closed_arrival(w as u32);
+            let waker = self.waker(self.st.threads[id as usize].task);
+            self.send_to_backend_from(
+                Packet {
+                    outbound: true,
+                    held: true,
+                    ..p
+                },
+                waker,
+            );
+        }
+        None
+    }
+
+    /// `RtOp::ReleaseHeld`: the sender lets go of the backend's queue lock; a backend
+    /// waiting on it wakes, with the sender as its waker.
+    #[inline(never)]
+    pub(super) fn step_release_held(&mut self, id: ThreadId) -> Option<bool> {
+        self.st.threads[id as usize].pc += 1;
+        if let Some(h) = self.st.held.get_mut(id as usize) {
+            let waiter = std::mem::replace(h, NONE);
+            if waiter != NONE && waiter != HELD_NO_WAITER {
+                let waker = self.waker(self.st.threads[id as usize].task);
+                self.wake_thread_from(waiter, waker);
+            }
+        }
+        None
+    }
+
+    /// Backend thread `id` has taken a held response of workload `w`: true if its sender
+    /// still holds the queue lock (the backend then waits, blocked, until
+    /// `step_release_held` wakes it to take the packet again); false once it may go on.
+    #[inline(never)]
+    fn wait_for_holder(&mut self, id: ThreadId, w: u32) -> bool {
+        let holder = *self.st.workloads[w as usize]
+            .held_by
+            .front()
+            .expect("a held response has its sender queued");
+        if self.st.held[holder as usize] != NONE {
+            self.st.held[holder as usize] = id;
+            self.st.threads[id as usize].state = ThState::Blocked;
+            return true;
+        }
+        self.st.workloads[w as usize].held_by.pop_front();
+        false
+    }
+
     /// `RtOp::PacketWork`: the kernel's CPU work for the packet taken (per packet and per
-    /// KiB of its request).
+    /// KiB of its request); a response whose sender still holds the queue lock makes the
+    /// backend wait for it first.
     #[inline(always)]
     pub(super) fn step_packet_work(
         &mut self,
@@ -85,6 +173,11 @@ impl<S: Scheduler> Sim<'_, S> {
         per_packet: f64,
         per_kib: f64,
     ) -> Option<bool> {
+        if let Some(p) = self.st.threads[id as usize].packet {
+            if p.held && self.wait_for_holder(id, p.workload) {
+                return Some(false);
+            }
+        }
         let th = &mut self.st.threads[id as usize];
         let bytes = th
             .packet
@@ -109,7 +202,7 @@ impl<S: Scheduler> Sim<'_, S> {
         th.pc += 1;
         if let Some(p) = th.packet.take() {
             if p.outbound {
-                self.complete_request(p.workload, p.arrived);
+                self.complete_request(p.workload, p.arrived, !p.held);
             } else {
                 // The backend's thread hands the packet over: it wakes the receiver.
                 let waker = self.waker(self.st.threads[id as usize].task);
@@ -192,6 +285,7 @@ impl<S: Scheduler> Sim<'_, S> {
             arrived: now,
             outbound: false,
             received: false,
+            held: false,
         };
         let wl = &self.st.workloads[w as usize];
         if wl.timer_task != NONE {
@@ -216,8 +310,14 @@ impl<S: Scheduler> Sim<'_, S> {
 
     /// `enqueue_inbound` by a running task (`waker`: the thread that hands the request
     /// over; None: the request arrives from outside, by interrupt).
-    fn enqueue_inbound_from(&mut self, p: Packet, waker: Option<Waker>) {
-        let rx = self.st.workloads[p.workload as usize].rx_stage;
+    fn enqueue_inbound_from(&mut self, mut p: Packet, waker: Option<Waker>) {
+        let wl = &self.st.workloads[p.workload as usize];
+        if wl.latency_taken && !p.received {
+            // Latency to the take starts when the request reaches the guest: after the
+            // backend's pass, as the KVM harness stamps its wake-up when its waker runs.
+            p.arrived = self.st.now;
+        }
+        let rx = wl.rx_stage;
         if rx != NONE && !p.received {
             self.enqueue(rx, p, waker);
         } else {
@@ -242,17 +342,35 @@ impl<S: Scheduler> Sim<'_, S> {
 
     /// A packet enters the split driver's backend.
     fn send_to_backend(&mut self, p: Packet) {
-        self.st.h.backend_packets += 1;
-        self.enqueue(self.st.io_backend, p, None);
+        self.send_to_backend_from(p, None)
     }
 
-    /// The response to a request arriving at `arrived` has left the host.
-    fn complete_request(&mut self, w: u32, arrived: SimTime) {
+    /// `send_to_backend` by a running task (`waker`), as for `enqueue_inbound_from`.
+    fn send_to_backend_from(&mut self, p: Packet, waker: Option<Waker>) {
+        self.st.h.backend_packets += 1;
+        self.enqueue(self.st.io_backend, p, waker);
+    }
+
+    /// The response to a request arriving at `arrived` has left the host; with
+    /// `next_arrival`, a closed loop's client thinks and sends its next request (false: it
+    /// did so when the response was sent, `step_respond_held`).
+    fn complete_request(&mut self, w: u32, arrived: SimTime, next_arrival: bool) {
         let now = self.st.now;
         let wl = &mut self.st.workloads[w as usize];
-        wl.latency.record(now.since(arrived).ns());
+        if !wl.latency_taken {
+            wl.latency.record(now.since(arrived).ns());
+        }
         wl.completed += 1;
         wl.bytes_done += wl.request_bytes;
+        if next_arrival {
+            self.schedule_closed_arrival(w);
+        }
+    }
+
+    /// A closed loop's client (of workload `w`) sends its next request a think time from now.
+    fn schedule_closed_arrival(&mut self, w: u32) {
+        let now = self.st.now;
+        let wl = &mut self.st.workloads[w as usize];
         if let Some(Arrivals::Closed { think, .. }) = &wl.arrivals {
             let d = think.sample(&mut wl.rng);
             self.st.q.push(

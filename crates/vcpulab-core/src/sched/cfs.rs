@@ -47,7 +47,8 @@
 //! true (see `fair.rs`), `gentle_fair_sleepers`
 //! true, `start_debit` true, `wakeup_preemption` true, `tunable_scaling` true, `tick_grid`
 //! true (the tick on one jiffy grid for all pCPUs; see `fair.rs`), `busy_factor` 32 (4.15's
-//! `sd_init`), `wake_affine` true (upstream; false: no target but the previous pCPU).
+//! `sd_init`), `wake_affine` true (upstream; false: no target but the previous pCPU),
+//! `wakee_load` "weight" ("pelt", upstream: the wakee's load average; `fair/pelt.rs`).
 //!
 //! ## Fixes from the seed papers (the scenario's `[kvm.features]`)
 //! (b) `boost_ignores_vcpu_fairness`: when the spinner and the boosted vCPU share a run
@@ -87,6 +88,7 @@ pub const PARAMS: &[ParamInfo] = &[
     super::fair::CORE_SCHED_PARAM,
     super::fair::TICK_GRID_PARAM,
     super::fair::WAKE_AFFINE_PARAM,
+    super::fair::WAKEE_LOAD_PARAM,
     super::fair::busy_factor_param("32"),
     ParamInfo {
         name: "latency",
@@ -183,6 +185,7 @@ pub fn new(p: &Params) -> Fair<Cfs> {
             tick_grid: p.bool(super::fair::TICK_GRID_PARAM.name),
             busy_factor: p.int("busy_factor") as u64,
             wake_affine: p.bool(super::fair::WAKE_AFFINE_PARAM.name),
+            wakee_pelt: p.choice(super::fair::WAKEE_LOAD_PARAM.name) == "pelt",
         },
     )
 }

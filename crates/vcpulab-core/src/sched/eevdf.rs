@@ -45,7 +45,9 @@
 //! false, `root_host_threads` true (see `fair.rs`), `buddy_rule` "6.14", `tunable_scaling`
 //! true, `tick_grid` true (the tick on one jiffy grid for all pCPUs; see `fair.rs`),
 //! `busy_factor` 16 (6.x's `sd_init`; 32 before 2026-11-27, 4.15's value), `wake_affine`
-//! true (see `fair.rs`), `yield_series` "off". The default stays "6.14": it is
+//! true (see `fair.rs`), `wakee_load` "weight" (the wakee's full weight in
+//! `wake_affine_weight`; "pelt", upstream, its load average: `fair/pelt.rs`, which says
+//! why the default stays), `yield_series` "off". The default stays "6.14": it is
 //! what vcpulab modelled before 6.19 existed, and the reproductions were written against
 //! it.
 //!
@@ -111,6 +113,7 @@ pub const PARAMS: &[ParamInfo] = &[
     super::fair::CORE_SCHED_PARAM,
     super::fair::TICK_GRID_PARAM,
     super::fair::WAKE_AFFINE_PARAM,
+    super::fair::WAKEE_LOAD_PARAM,
     super::fair::busy_factor_param("16"),
     ParamInfo {
         name: "base_slice",
@@ -199,6 +202,7 @@ pub fn new(p: &Params) -> Fair<Eevdf> {
             tick_grid: p.bool(super::fair::TICK_GRID_PARAM.name),
             busy_factor: p.int("busy_factor") as u64,
             wake_affine: p.bool(super::fair::WAKE_AFFINE_PARAM.name),
+            wakee_pelt: p.choice(super::fair::WAKEE_LOAD_PARAM.name) == "pelt",
         },
     )
 }

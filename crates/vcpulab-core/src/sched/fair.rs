@@ -152,9 +152,11 @@
 //!   (capacities are equal), no SD_BALANCE_WAKE slow path (off upstream too). The loads
 //!   are runnable weights, not PELT: the sleeping wakee is in neither pCPU's load, so the
 //!   kernel's "prev load - task load" can go below zero (as 4.15's runnable load, unlike
-//!   6.x's `cpu_load`, which keeps the wakee's decaying blocked load). Only wake-ups the
+//!   6.x's `cpu_load`, which keeps the wakee's decaying blocked load); the wakee itself
+//!   weighs its full weight, or with `wakee_load = "pelt"` its load average
+//!   (`fair/pelt.rs`). Only wake-ups the
 //!   engine attributes have a waker (IPIs, pv kicks, mutex releases, backend and
-//!   receive-path hand-overs); the others (timers, disk completions, fault-tolerance
+//!   receive-path hand-overs, a held response's send); the others (timers, disk completions, fault-tolerance
 //!   helpers) are wakes without one, and `record_wakee` is not
 //!   charged to whatever an interrupt interrupted.
 //! - No NUMA balancing, no CFS bandwidth throttling, no SCHED_IDLE/BATCH.
@@ -184,6 +186,8 @@ use std::collections::BTreeSet;
 mod balance;
 mod core_sched;
 mod delay;
+mod pelt;
+pub use pelt::WAKEE_LOAD_PARAM;
 #[cfg(test)]
 mod tests;
 
@@ -217,6 +221,9 @@ pub struct Tunables {
     /// (`wake_affine`, `wake_wide`); off: every wake-up starts from the previous pCPU
     /// (vcpulab before 2026-11-27).
     pub wake_affine: bool,
+    /// `wakee_load = "pelt"`: `wake_affine_weight` weighs the wakee by its load average
+    /// (`fair/pelt.rs`); false: by its full weight.
+    pub wakee_pelt: bool,
 }
 
 /// The shared `busy_factor` parameter, with its default per kernel version: 32 in 4.15's
@@ -492,6 +499,8 @@ pub struct Fair<P: FairPolicy> {
     pulled_at: Vec<SimTime>,
     /// Not yet queued since the run started: its first wake is `wake_up_new_task`.
     never_queued: Vec<bool>,
+    /// Per task: its load average (`fair/pelt.rs`; kept only with `wakee_pelt`).
+    load_avg: Vec<pelt::LoadAvg>,
     task_vm: Vec<u32>,
     /// Domains of each pCPU, innermost first: SMT siblings, socket, all.
     domains: Vec<[Vec<u32>; 3]>,
@@ -542,6 +551,7 @@ impl<P: FairPolicy> Fair<P> {
             task_cpu: vec![],
             pulled_at: vec![],
             never_queued: vec![],
+            load_avg: vec![],
             task_vm: vec![],
             domains: vec![],
             vm_shares: vec![],
@@ -632,6 +642,7 @@ impl<P: FairPolicy> Fair<P> {
         self.task_vm = v.tasks.iter().map(|t| t.vm).collect();
         self.pulled_at = vec![SimTime::ZERO; self.ntasks];
         self.never_queued = vec![true; self.ntasks];
+        self.load_avg = vec![pelt::LoadAvg::NEW; self.ntasks];
         self.last_wakee = vec![None; self.ntasks];
         self.wakee_flips = vec![0; self.ntasks];
         self.wakee_flip_decay = vec![0; self.ntasks];
@@ -861,6 +872,7 @@ impl<P: FairPolicy> Fair<P> {
         let vm = self.task_vm[t as usize];
         self.task_cpu[t as usize] = cpu;
         self.vm_runnable[vm as usize] += 1;
+        self.pelt_enqueue(t, ctx.now);
         let leaf = self.leaf_rq(t, cpu);
         self.enqueue_entity(ctx, leaf, t, cpu, wakeup, initial);
         if self.root_task[t as usize] {
@@ -915,6 +927,7 @@ impl<P: FairPolicy> Fair<P> {
     fn dequeue_entities(&mut self, ctx: &mut SchedCtx, t: TaskId, cpu: u32) {
         let vm = self.task_vm[t as usize];
         self.vm_runnable[vm as usize] -= 1;
+        self.pelt_dequeue(t, ctx.now);
         let leaf = self.leaf_rq(t, cpu);
         self.dequeue_entity(ctx, leaf, t, cpu);
         if self.grouped(t) {
@@ -1230,12 +1243,15 @@ impl<P: FairPolicy> Fair<P> {
     /// or under its VM's group its share of the group entity, shares / (its VM's runnable
     /// vCPUs + itself) in the runnable-count form of `calc_group_shares` (what
     /// `task_h_load` of balance.rs gives a queued task).
+    /// With `wakee_load = "pelt"`, that times its load average (`fair/pelt.rs`).
     fn wakee_h_load(&self, t: TaskId) -> u64 {
-        if !self.grouped(t) {
-            return self.ents[t as usize].weight;
-        }
-        let vm = self.task_vm[t as usize] as usize;
-        self.vm_shares[vm] / (self.vm_runnable[vm] + 1)
+        let full = if !self.grouped(t) {
+            self.ents[t as usize].weight
+        } else {
+            let vm = self.task_vm[t as usize] as usize;
+            self.vm_shares[vm] / (self.vm_runnable[vm] + 1)
+        };
+        self.wakee_load(t, full)
     }
 
     /// `select_idle_sibling(p, prev, target)`: `target` if idle; else `prev` if it is idle

@@ -159,6 +159,14 @@ pub enum Op {
     WaitRequest,
     /// Complete the request taken by the last WaitRequest: records its latency.
     Respond,
+    /// `respond` with `hold`: on the split-driver path, the thread sends the response to
+    /// the backend and then keeps the backend's queue locked for `hold` of its own CPU
+    /// time (a sender that wakes its receiver before it unlocks, as Rust's
+    /// `std::sync::mpsc` does): the backend, woken at once, takes the response only once
+    /// the sender has run that long, so a sender preempted meanwhile holds it up. A closed
+    /// loop's think time then runs from the send (the KVM harness computes its next
+    /// wake-up before it sends).
+    RespondHeld { hold: Dist },
     /// I/O backend (the `netback` preset, a driver domain's or host's packet forwarder):
     /// take the next packet from the backend queue, blocking until one is there.
     WaitPacket,
@@ -187,7 +195,7 @@ impl Op {
             Op::Sleep { .. } => "sleep",
             Op::Timer { .. } => "timer",
             Op::WaitRequest => "wait_request",
-            Op::Respond => "respond",
+            Op::Respond | Op::RespondHeld { .. } => "respond",
             Op::WaitPacket => "packet wait",
             Op::ForwardPacket { .. } => "packet forwarding",
             Op::LookbusySpin { .. } => "lookbusy busy-loop",
@@ -246,6 +254,9 @@ pub struct WorkloadSpec {
     /// The guest's receive path for a request-serving workload, when it runs elsewhere
     /// than the workload's own threads (the `rx` key); None: the serving thread does it.
     pub rx: Option<RxPath>,
+    /// `arrivals.latency = "taken"`: a request's latency runs from its reaching the guest
+    /// to a guest thread taking it, not from its arrival to its response.
+    pub latency_taken: bool,
 }
 
 /// A guest receive path on dedicated vCPUs (`rx = { vcpus = [..], ... }`): each arriving
@@ -469,8 +480,11 @@ fn parse_op(
             Op::WaitRequest
         }
         "respond" => {
-            allowed = &["op"];
-            Op::Respond
+            allowed = &["op", "hold"];
+            match t.get("hold") {
+                Some(h) => Op::RespondHeld { hold: parse_dist(&h)? },
+                None => Op::Respond,
+            }
         }
         "serve" => {
             // Sugar for wait_request + compute(service) + respond.
@@ -518,7 +532,9 @@ fn periodic_arrivals(t: &Table, default: SimDuration) -> Res<Arrivals> {
     })
 }
 
-fn parse_arrivals(o: &Owned) -> Res<Arrivals> {
+/// The `arrivals` table: its process, and whether latency ends when the request is taken
+/// (`latency = "taken"`) rather than at its response (`"response"`, the default).
+fn parse_arrivals(o: &Owned) -> Res<(Arrivals, bool)> {
     let t = o.table()?;
     let process = t.req("process")?.str()?;
     let a = match process {
@@ -548,8 +564,18 @@ fn parse_arrivals(o: &Owned) -> Res<Arrivals> {
             )
         }
     };
-    t.finish(&["process", "rate", "interval", "clients", "think"])?;
-    Ok(a)
+    let taken = match t.opt_str("latency")? {
+        None | Some("response") => false,
+        Some("taken") => true,
+        Some(other) => {
+            return t.err(
+                "latency",
+                format!("unknown latency end {other:?}; allowed: \"response\" (arrival to response), \"taken\" (reaching the guest to a guest thread taking it)"),
+            )
+        }
+    };
+    t.finish(&["process", "rate", "interval", "clients", "think", "latency"])?;
+    Ok((a, taken))
 }
 
 /// A list of distinct guest vCPU indices below `vcpus` (a workload's `vcpus`, `rx.vcpus`).
@@ -618,7 +644,13 @@ pub fn parse_workload(
         );
     }
     let threads = t.opt_u64("threads", 0, 1_000_000)?.unwrap_or(1) as u32;
-    let arrivals = t.get("arrivals").map(|a| parse_arrivals(&a)).transpose()?;
+    let (arrivals, latency_taken) = match t.get("arrivals") {
+        Some(a) => {
+            let (a, taken) = parse_arrivals(&a)?;
+            (Some(a), taken)
+        }
+        None => (None, false),
+    };
     let unit_override = t.opt_str("unit")?.map(str::to_string);
     let rt = match t.opt_str("priority")? {
         None | Some("normal") => false,
@@ -726,7 +758,9 @@ pub fn parse_workload(
             o => o,
         })
         .collect::<Vec<_>>();
-    let counts_requests = ops.iter().any(|o| matches!(o, Op::Respond));
+    let counts_requests = ops
+        .iter()
+        .any(|o| matches!(o, Op::Respond | Op::RespondHeld { .. }));
     let rt = rt || kind == "timer-rt" || kind == "ping";
     Ok(WorkloadSpec {
         kind,
@@ -742,5 +776,6 @@ pub fn parse_workload(
         vcpus: placement,
         bytes_per_unit,
         rx,
+        latency_taken,
     })
 }

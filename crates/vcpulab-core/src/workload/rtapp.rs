@@ -640,6 +640,7 @@ pub(super) fn parse(t: &Table, locks: &mut Vec<String>, vcpus: u32) -> Res<Vec<W
             vcpus: placement,
             bytes_per_unit: 0,
             rx: None,
+            latency_taken: false,
         });
     }
     if specs.is_empty() {

@@ -432,6 +432,7 @@ mod tests {
             tick_grid: true,
             busy_factor: 16,
             wake_affine: true,
+            wakee_pelt: false,
         };
         let mut f = Fair::new(policy, tun);
         Scheduler::init(&mut f, &mut ctx);

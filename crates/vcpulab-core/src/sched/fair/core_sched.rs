@@ -482,6 +482,7 @@ mod tests {
             tick_grid: true,
             busy_factor: 32,
             wake_affine: true,
+            wakee_pelt: false,
         };
         let mut f = Fair::new(policy, tun);
         f.core = Some(Box::new(CoreSched::new(mode)));

@@ -42,6 +42,7 @@ fn tunables() -> Tunables {
         tick_grid: true,
         busy_factor: 32,
         wake_affine: true,
+        wakee_pelt: false,
     }
 }
 
@@ -557,6 +558,28 @@ fn affine_wake<P: FairPolicy>(
     waker: bool,
     flips: (u32, u32),
 ) -> (u32, Vec<(&'static str, u64)>) {
+    affine_wake_pelt(
+        policy,
+        wake_affine,
+        on_prev,
+        others_busy,
+        waker,
+        flips,
+        None,
+    )
+}
+
+/// `affine_wake`, with `wakee_load = "pelt"` and the wakee's load average at `pelt`
+/// (a fraction of its weight) when given.
+fn affine_wake_pelt<P: FairPolicy>(
+    policy: P,
+    wake_affine: bool,
+    on_prev: u32,
+    others_busy: bool,
+    waker: bool,
+    flips: (u32, u32),
+    pelt: Option<f64>,
+) -> (u32, Vec<(&'static str, u64)>) {
     let ncpus = 4;
     let ntasks = 2 + on_prev as usize + 2;
     let mut v = view(ntasks);
@@ -577,10 +600,14 @@ fn affine_wake<P: FairPolicy>(
     let tun = Tunables {
         fork_balance: false,
         wake_affine,
+        wakee_pelt: pelt.is_some(),
         ..tunables()
     };
     let mut f = Fair::new(policy, tun);
     f.init(&mut ctx);
+    if let Some(frac) = pelt {
+        f.set_load_frac(1, frac);
+    }
     f.enqueue_task(&mut ctx, 0, 0, true, false);
     for i in 0..on_prev {
         f.enqueue_task(&mut ctx, 2 + i, 1, true, false);
@@ -618,6 +645,20 @@ fn wake_affine_weight_pulls_the_task_to_a_less_loaded_waker() {
     assert_eq!(cpu, 1);
     assert_eq!(count(&c, "wake_affine_kept_prev"), Some(1));
     assert_eq!(count(&c, "wake_prev_cpu_busy"), Some(1));
+}
+
+#[test]
+fn a_wakee_that_mostly_sleeps_weighs_its_load_average_under_pelt() {
+    // Two tasks on prev, which the full weight keeps (2 x 100 > 1 x 108, above). A wakee
+    // queued 2 % of the time weighs 20: this (1024 + 20) x 100 < prev (2048 - 20) x 108,
+    // so it moves to its waker's pCPU, as upstream moves a thread that mostly sleeps.
+    let (cpu, c) = affine_wake_pelt(eevdf(true), true, 2, true, true, (0, 0), Some(0.02));
+    assert_eq!(cpu, 0);
+    assert_eq!(count(&c, "wake_affine_weight_pulled"), Some(1));
+    // A new task's average is its full weight: the same answer as without PELT.
+    let (cpu, c) = affine_wake_pelt(eevdf(true), true, 2, true, true, (0, 0), Some(1.0));
+    assert_eq!(cpu, 1);
+    assert_eq!(count(&c, "wake_affine_kept_prev"), Some(1));
 }
 
 #[test]
