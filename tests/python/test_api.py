@@ -311,6 +311,14 @@ def test_a_held_response_keeps_the_backend_waiting_for_its_sender():
     assert held >= 0.2 + 0.01, held
     with pytest.raises(vcpulab.ScenarioError, match=r"hold"):
         vcpulab.run(_held_scenario("soon"))
+    # Held responses are matched to their senders in the order sent: one backend thread.
+    dom0 = _held_scenario("200us")
+    dom0["host"]["io_driver"] = "dom0"
+    dom0["host_thread"] = []
+    dom0["vm"].insert(0, {"name": "dom0", "vcpus": 2, "workload": [{"kind": "netback"}]})
+    with pytest.raises(vcpulab.ScenarioError, match=r'vm\[1\]\.workload\[0\]\.ops: a respond with hold needs a backend '
+                                                  r'with one thread; the netback of io_driver "dom0" has 2'):
+        vcpulab.run(dom0)
 
 
 def test_a_signal_handler_s_exception_ends_a_run_at_once():

@@ -41,27 +41,31 @@ use crate::time::SimTime;
 const PELT_HALF_LIFE_NS: f64 = 32.0 * 1_024_000.0;
 
 /// One task's load average as a fraction of its weight (0..1), and when it was last
-/// brought up to date.
+/// brought up to date (None: never queued yet).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct LoadAvg {
     frac: f64,
-    at: SimTime,
+    at: Option<SimTime>,
 }
 
 impl LoadAvg {
-    /// A new task's (`init_entity_runnable_average`: its full weight).
+    /// A new task's (`init_entity_runnable_average`: its full weight, from its first
+    /// enqueue on; the time before that is not decayed, as the kernel attaches a new
+    /// task's average when it is first queued).
     pub(super) const NEW: LoadAvg = LoadAvg {
         frac: 1.0,
-        at: SimTime::ZERO,
+        at: None,
     };
 
     /// Brings the average to `now`, the task having been queued (`queued`) or not since
     /// the last update.
     fn update(&mut self, now: SimTime, queued: bool) {
-        let d = now.since(self.at).ns() as f64;
-        let y = (-d / PELT_HALF_LIFE_NS).exp2();
-        self.frac = self.frac * y + if queued { 1.0 - y } else { 0.0 };
-        self.at = now;
+        if let Some(at) = self.at {
+            let d = now.since(at).ns() as f64;
+            let y = (-d / PELT_HALF_LIFE_NS).exp2();
+            self.frac = self.frac * y + if queued { 1.0 - y } else { 0.0 };
+        }
+        self.at = Some(now);
     }
 }
 
@@ -118,8 +122,13 @@ mod tests {
     fn the_average_halves_in_32_periods_queued_or_asleep() {
         let half = SimTime::ZERO + SimDuration::from_ns(PELT_HALF_LIFE_NS as u64);
         let two = SimTime::ZERO + SimDuration::from_ns(2 * PELT_HALF_LIFE_NS as u64);
-        // A new task asleep for one half-life weighs half its weight, for two a quarter.
+        // A new task's first update (its first enqueue) starts its clock undecayed; asleep
+        // for one half-life after that it weighs half its weight, for two a quarter.
+        let mut late = LoadAvg::NEW;
+        late.update(two, false);
+        assert_eq!(late.frac, 1.0);
         let mut a = LoadAvg::NEW;
+        a.update(SimTime::ZERO, false);
         a.update(half, false);
         assert!((a.frac - 0.5).abs() < 1e-9, "{}", a.frac);
         a.update(two, false);
@@ -128,7 +137,7 @@ mod tests {
         // split intervals (the same answer as one update over the whole).
         let mut b = LoadAvg {
             frac: 0.0,
-            at: SimTime::ZERO,
+            at: Some(SimTime::ZERO),
         };
         b.update(
             SimTime::ZERO + SimDuration::from_ns(PELT_HALF_LIFE_NS as u64 / 2),
