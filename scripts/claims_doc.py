@@ -8,12 +8,22 @@ claims the experiments declare:
     vcpulab robustness --all --json --out /tmp/robust > /tmp/robustness.json
     python3 scripts/claims_doc.py /tmp/claims.json /tmp/robustness.json
 
+A robustness check of every experiment takes over an hour, so after a change that moves
+only some experiments, their check alone may be re-run:
+
+    vcpulab robustness EXP1 EXP2 --json --out /tmp/robust > /tmp/robustness.json
+    python3 scripts/claims_doc.py /tmp/claims.json /tmp/robustness.json --keep-other-robustness
+
+The other experiments' robustness cells are then kept from the table as it stands, and
+the header says which experiments were re-run on which date.
+
 tests/python/test_claims.py checks that every declared claim is in the section, with a
 share.
 """
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -66,23 +76,69 @@ def section(claims: list[dict], header: str, robust: dict | None = None) -> str:
     return "\n".join(lines)
 
 
+ROBUST_NOTE = re.compile(r"and (robustness shares of .*?):$", re.M)
+
+
+def kept_robustness(old_section: str, experiments: set[str]) -> dict:
+    """The robustness cells of `experiments` from the section as it stands:
+    (experiment, claim) -> {"holds", "applicable", "share", "worst"} as `share` and the
+    worst-perturbation cell read them."""
+    kept, exp = {}, None
+    for line in old_section.splitlines():
+        if line.startswith("#### `"):
+            exp = line[len("#### `"):].rstrip("`")
+        elif exp in experiments and line.startswith("| `"):
+            cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+            claim, robust, worst = cells[0].strip("`"), cells[5], cells[6]
+            r: dict = {"worst": None}
+            if robust == "n/a":
+                r.update(holds=0, applicable=0, share=None)
+            elif "/" in robust:
+                h, a = robust.split("/")
+                r.update(holds=int(h), applicable=int(a), share=int(h) / max(int(a), 1))
+            else:
+                continue
+            m = re.fullmatch(r"(\S+) \((\w+)\)", worst)
+            if m:
+                r["worst"] = {"perturbation": m.group(1), "verdict": m.group(2)}
+            kept[(exp, claim)] = r
+    return kept
+
+
 def main() -> None:
-    if len(sys.argv) != 3:
+    args = [a for a in sys.argv[1:] if a != "--keep-other-robustness"]
+    keep_other = len(args) != len(sys.argv) - 1
+    if len(args) != 2:
         raise SystemExit(__doc__)
-    claims = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
-    reports = json.loads(Path(sys.argv[2]).read_text(encoding="utf-8"))
+    claims = json.loads(Path(args[0]).read_text(encoding="utf-8"))
+    reports = json.loads(Path(args[1]).read_text(encoding="utf-8"))
     robust = {(r["experiment"], c["claim"]): c for r in reports for c in r["claims"]}
     seeds = sorted({r["seeds"] for r in reports})
     doc = DOC.read_text(encoding="utf-8")
     if BEGIN not in doc or END not in doc:
         raise SystemExit(f"{DOC}: the claims markers are missing")
     head, rest = doc.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
+    old_section, tail = rest.split(END, 1)
     import datetime
 
-    header = (f"Verdicts of `vcpulab reproduce --claims --json` (all experiments, adaptive seeds) and "
-              f"robustness shares of `vcpulab robustness --all --json` ({'/'.join(map(str, seeds))} seeds "
-              f"per perturbation; holds / applicable), written on {datetime.date.today().isoformat()}:")
+    today = datetime.date.today().isoformat()
+    rerun = list(dict.fromkeys(r["experiment"] for r in reports))
+    others = {c["experiment"] for c in claims} - set(rerun)
+    seeds_text = "/".join(map(str, seeds))
+    if keep_other and others:
+        m = ROBUST_NOTE.search(old_section)
+        if not m:
+            raise SystemExit(f"{DOC}: the claims section does not say where its robustness shares are from")
+        robust.update(kept_robustness(old_section, others))
+        earlier = m.group(1)
+        robust_text = (f"robustness shares of `vcpulab robustness {' '.join(rerun)} --json` ({seeds_text} seeds "
+                       f"per perturbation; holds / applicable) written on {today}; the other experiments' "
+                       f"as in the table before, {earlier}")
+    else:
+        robust_text = (f"robustness shares of `vcpulab robustness --all --json` ({seeds_text} seeds per "
+                       f"perturbation; holds / applicable), written on {today}")
+    header = (f"Verdicts of `vcpulab reproduce --claims --json` (all experiments, adaptive seeds), written "
+              f"on {today}, and {robust_text}:")
     DOC.write_text(head + section(claims, header, robust) + tail, encoding="utf-8")
     print(f"wrote {len(claims)} claims into {DOC}")
 

@@ -242,7 +242,7 @@ impl Model {
                     program: match &h.body {
                         // The parser admits compute, sleep, io and netback operations only.
                         HostThreadBody::Workload(w) => {
-                            HostThreadProgram::Ops(compile_ops(&w.ops, base_ghz))
+                            HostThreadProgram::Ops(compile_ops(&w.ops, base_ghz, false))
                         }
                         HostThreadBody::Helper(spec) => HostThreadProgram::Helper(spec.clone()),
                     },
@@ -309,17 +309,7 @@ fn compile_workload(w: &WorkloadSpec, placement: Placement, base_ghz: f64) -> Wo
         unit: w.unit.clone(),
         threads: w.threads,
         bytes_per_unit: w.bytes_per_unit,
-        ops: if w.latency_taken {
-            compile_ops(&w.ops, base_ghz)
-                .into_iter()
-                .flat_map(|op| match op {
-                    RtOp::WaitRequest => vec![RtOp::WaitRequest, RtOp::Taken],
-                    op => vec![op],
-                })
-                .collect()
-        } else {
-            compile_ops(&w.ops, base_ghz)
-        },
+        ops: compile_ops(&w.ops, base_ghz, w.latency_taken),
         counts_requests: w.counts_requests,
         arrivals: w.arrivals.clone(),
         rt: w.rt,
@@ -333,8 +323,20 @@ fn compile_workload(w: &WorkloadSpec, placement: Placement, base_ghz: f64) -> Wo
     }
 }
 
-fn compile_ops(ops: &[Op], base_ghz: f64) -> Vec<RtOp> {
-    ops.iter().flat_map(|op| compile_op(op, base_ghz)).collect()
+/// The engine operations of a workload's list. With `latency = "taken"` a request's
+/// latency ends when a thread takes it, so each `WaitRequest` is followed by `Taken`.
+fn compile_ops(ops: &[Op], base_ghz: f64, latency_taken: bool) -> Vec<RtOp> {
+    let mut out = Vec::with_capacity(ops.len());
+    for op in ops {
+        for rt in compile_op(op, base_ghz) {
+            let taken = latency_taken && matches!(rt, RtOp::WaitRequest);
+            out.push(rt);
+            if taken {
+                out.push(RtOp::Taken);
+            }
+        }
+    }
+    out
 }
 
 /// The engine operations of one workload operation (work in base-clock ns).

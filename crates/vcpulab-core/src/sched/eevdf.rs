@@ -51,14 +51,16 @@
 //! what vcpulab modelled before 6.19 existed, and the reproductions were written against
 //! it.
 //!
-//! - `delay_dequeue` (default false; upstream 6.12+ has it on, see Deviations):
-//!   DELAY_DEQUEUE and DELAY_ZERO. A task that goes to sleep ineligible stays queued (in V
+//! - `delay_dequeue` (default true, as upstream since 6.12; set it false to model 6.6-6.11,
+//!   e.g. with `buddy_rule = "6.6"`): DELAY_DEQUEUE and DELAY_ZERO. A task that goes to sleep ineligible stays queued (in V
 //!   and the load, not runnable) until the pick would run it, then leaves with its lag
 //!   clipped to at most 0; woken before that, it stays on its pCPU and keeps its place, or
 //!   restarts at lag 0 if its lag has turned positive. The rules and sources are in
 //!   `fair/delay.rs`; counters `delay_dequeue_delayed`, `_picked`, `_picked_lag_zeroed`,
 //!   `_woken_in_place`, `_woken_replaced` (listed only when on). `vcpulab kvm compare`
-//!   turns it on for a host kernel of 6.12 or later.
+//!   sets it from the host kernel's release (on for 6.12 or later). It became the default
+//!   on 2026-11-28, with the re-run of every `eevdf` reproduction (docs/validation.md,
+//!   "DELAY_DEQUEUE as the default").
 //!
 //! - `yield_series` (default "off": upstream) runs the scheduler side of Wanpeng Li's
 //!   proposed "Semantics-aware vCPU scheduling for oversubscribed KVM" series on each
@@ -79,12 +81,6 @@
 //! (c): the target moves to the spinner's queue. See `cfs`.
 //!
 //! ## Deviations
-//! - DELAY_DEQUEUE is off by default although 6.12+ kernels have it on: the reproductions
-//!   and claims were run without it, and turning it on by default changes every `eevdf`
-//!   result, so it waits for their re-run (docs/validation.md, "DELAY_DEQUEUE in the
-//!   model", 2026-11-27). Without it a sleeper keeps its negative lag through the sleep,
-//!   which made a nice-19 vCPU's wake-up behind three busy vCPUs 5.5x slower than real
-//!   KVM's (2.2x with it).
 //! - No PREEMPT_SHORT; no custom slices. V is computed exactly (O(queue length)) rather
 //!   than with the kernel's incremental sums.
 //! - "6.19" changes only the yield against "6.14"; the rest of 6.19's fair class (e.g. its
@@ -166,7 +162,7 @@ pub const PARAMS: &[ParamInfo] = &[
     ParamInfo {
         name: "delay_dequeue",
         kind: ParamKind::Bool,
-        default: "false",
+        default: "true",
         help: "DELAY_DEQUEUE and DELAY_ZERO (6.12+): a task that sleeps ineligible stays queued until picked, so its negative lag is paid off rather than kept through the sleep (fair/delay.rs)",
     },
     ParamInfo {

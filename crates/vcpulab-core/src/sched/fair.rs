@@ -154,11 +154,11 @@
 //!   kernel's "prev load - task load" can go below zero (as 4.15's runnable load, unlike
 //!   6.x's `cpu_load`, which keeps the wakee's decaying blocked load); the wakee itself
 //!   weighs its full weight, or with `wakee_load = "pelt"` its load average
-//!   (`fair/pelt.rs`). Only wake-ups the
-//!   engine attributes have a waker (IPIs, pv kicks, mutex releases, backend and
-//!   receive-path hand-overs, a held response's send); the others (timers, disk completions, fault-tolerance
-//!   helpers) are wakes without one, and `record_wakee` is not
-//!   charged to whatever an interrupt interrupted.
+//!   (`fair/pelt.rs`). Only wake-ups the engine attributes have a waker (IPIs, pv
+//!   kicks, mutex releases, backend and receive-path hand-overs, a held response's
+//!   send); the others (timers, disk completions, fault-tolerance helpers) are wakes
+//!   without one, and `record_wakee` is not charged to whatever an interrupt
+//!   interrupted.
 //! - No NUMA balancing, no CFS bandwidth throttling, no SCHED_IDLE/BATCH.
 //! - Fork balancing (`fork_balance`, on): the parent a task is forked from is not
 //!   modelled, so the i-th pCPU of the task's affinity stands for the parent's (the
@@ -166,8 +166,8 @@
 //!   tasks per CPU (runnable counts stand in for load, as above); the NUMA level's
 //!   allowed imbalance (`adjust_numa_imbalance`) and idle-state exit latencies are not
 //!   modelled.
-//! - EEVDF: DELAY_DEQUEUE (6.12+) only with `delay_dequeue` (`fair/delay.rs`); no
-//!   PREEMPT_SHORT or custom slices; V is computed exactly over the queue instead of from
+//! - EEVDF: DELAY_DEQUEUE (6.12+) as `delay_dequeue` (`fair/delay.rs`, on by default);
+//!   no PREEMPT_SHORT or custom slices; V is computed exactly over the queue instead of from
 //!   the kernel's running sums.
 //!
 //! ## Files

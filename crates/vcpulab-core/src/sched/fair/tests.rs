@@ -876,3 +876,28 @@ fn the_delayed_dequeue_check_catches_broken_bookkeeping() {
     let err = Scheduler::check(&f, &v).unwrap_err();
     assert!(err.contains("are 1 but nr_delayed says 0"), "{err}");
 }
+
+#[test]
+fn the_load_average_follows_the_queue_through_enqueue_and_dequeue() {
+    // Queued for one half-life (32.768 ms), then asleep for one: a new task's average
+    // stays at its full weight while queued and halves while asleep. Without the update at
+    // enqueue the wakee would still weigh 1024; without the one at dequeue, 256.
+    let half = SimDuration::from_ns(32 * 1_024_000);
+    let mut f = Fair::new(
+        eevdf(true),
+        Tunables {
+            wakee_pelt: true,
+            ..tunables()
+        },
+    );
+    in_ctx(&mut f, 2, |f, ctx| {
+        f.init(ctx);
+        f.enqueue_task(ctx, 0, 0, true, false);
+        ctx.now = SimTime(0) + half;
+        f.dequeue_task(ctx, 0, 0);
+        assert_eq!(f.wakee_load(0, 1024), 1024);
+        ctx.now = ctx.now + half;
+        f.enqueue_task(ctx, 0, 0, true, false);
+        assert_eq!(f.wakee_load(0, 1024), 512);
+    });
+}
