@@ -15,7 +15,9 @@ only some experiments, their check alone may be re-run:
     python3 scripts/claims_doc.py /tmp/claims.json /tmp/robustness.json --keep-other-robustness
 
 The other experiments' robustness cells are then kept from the table as it stands, and
-the header says which experiments were re-run on which date.
+the header says which experiments' shares were written on which day (the section keeps
+the days in a comment, `robustness-dates`). Without the flag, a robustness report that
+lacks an experiment is refused.
 
 tests/python/test_claims.py checks that every declared claim is in the section, with a
 share.
@@ -76,7 +78,22 @@ def section(claims: list[dict], header: str, robust: dict | None = None) -> str:
     return "\n".join(lines)
 
 
-ROBUST_NOTE = re.compile(r"and (robustness shares of .*?):$", re.M)
+# Which day each experiment's robustness shares were written, kept in the section so that
+# a partial re-run can say it: "<!-- robustness-dates: exp=YYYY-MM-DD ... -->".
+DATES = re.compile(r"<!-- robustness-dates: (.*?) -->")
+# A section written before the dates were kept: every experiment's from one `--all` run.
+ALL_RUN = re.compile(r"`vcpulab robustness --all --json` \(.*?\), written on (\d{4}-\d\d-\d\d)")
+
+
+def robustness_dates(old_section: str, experiments: set[str]) -> dict[str, str]:
+    """experiment -> the day its robustness shares in the section were written."""
+    m = DATES.search(old_section)
+    if m:
+        return dict(pair.split("=", 1) for pair in m.group(1).split())
+    m = ALL_RUN.search(old_section)
+    if not m:
+        raise SystemExit(f"{DOC}: the claims section does not say when its robustness shares were written")
+    return {e: m.group(1) for e in experiments}
 
 
 def kept_robustness(old_section: str, experiments: set[str]) -> dict:
@@ -98,7 +115,7 @@ def kept_robustness(old_section: str, experiments: set[str]) -> dict:
                 r.update(holds=int(h), applicable=int(a), share=int(h) / max(int(a), 1))
             else:
                 continue
-            m = re.fullmatch(r"(\S+) \((\w+)\)", worst)
+            m = re.fullmatch(r"(\S+) \(([\w ]+)\)", worst)
             if m:
                 r["worst"] = {"perturbation": m.group(1), "verdict": m.group(2)}
             kept[(exp, claim)] = r
@@ -123,22 +140,33 @@ def main() -> None:
 
     today = datetime.date.today().isoformat()
     rerun = list(dict.fromkeys(r["experiment"] for r in reports))
-    others = {c["experiment"] for c in claims} - set(rerun)
+    experiments = list(dict.fromkeys(c["experiment"] for c in claims))
+    others = set(experiments) - set(rerun)
     seeds_text = "/".join(map(str, seeds))
-    if keep_other and others:
-        m = ROBUST_NOTE.search(old_section)
-        if not m:
-            raise SystemExit(f"{DOC}: the claims section does not say where its robustness shares are from")
+    dates = {e: today for e in rerun}
+    if others and not keep_other:
+        raise SystemExit(f"{args[1]} has no robustness report of {', '.join(sorted(others))}: run "
+                         "`vcpulab robustness --all`, or pass --keep-other-robustness to keep their "
+                         "shares from the table as it stands")
+    if others:
         robust.update(kept_robustness(old_section, others))
-        earlier = m.group(1)
-        robust_text = (f"robustness shares of `vcpulab robustness {' '.join(rerun)} --json` ({seeds_text} seeds "
-                       f"per perturbation; holds / applicable) written on {today}; the other experiments' "
-                       f"as in the table before, {earlier}")
+        old_dates = robustness_dates(old_section, others)
+        dates.update({e: old_dates[e] for e in others})
+    by_day: dict[str, list[str]] = {}
+    for e in experiments:
+        by_day.setdefault(dates[e], []).append(e)
+    if len(by_day) == 1:
+        when = f"every experiment's written on {next(iter(by_day))}"
     else:
-        robust_text = (f"robustness shares of `vcpulab robustness --all --json` ({seeds_text} seeds per "
-                       f"perturbation; holds / applicable), written on {today}")
+        # The smaller groups by name, the largest last as "the other N".
+        groups = sorted(by_day.items(), key=lambda g: (len(g[1]), g[0]))
+        named = [f"{', '.join(f'`{e}`' for e in es)}'s written on {day}" for day, es in groups[:-1]]
+        day, es = groups[-1]
+        when = "; ".join(named + [f"the other {len(es)} experiments' on {day}"])
     header = (f"Verdicts of `vcpulab reproduce --claims --json` (all experiments, adaptive seeds), written "
-              f"on {today}, and {robust_text}:")
+              f"on {today}; robustness shares of `vcpulab robustness` ({seeds_text} seeds per perturbation; "
+              f"holds / applicable): {when}:\n\n"
+              f"<!-- robustness-dates: {' '.join(f'{e}={dates[e]}' for e in experiments)} -->")
     DOC.write_text(head + section(claims, header, robust) + tail, encoding="utf-8")
     print(f"wrote {len(claims)} claims into {DOC}")
 

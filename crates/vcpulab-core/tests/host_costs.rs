@@ -372,12 +372,12 @@ fn with_host_noise_the_lockstep_scenario_no_longer_depends_on_its_start() {
     assert_eq!(yields_0, 0);
     assert!(yields_1ms > 10_000, "{yields_1ms}");
     assert!(quiet_0 > 1.1 * quiet_1ms, "{quiet_0} vs {quiet_1ms}");
-    // With the default noise the kernel threads shift the pairs' phases: directed yields
-    // in both starts (the gang regime is gone), and over the file's 2 s the mean
-    // throughput of seeds 1-10 within 15% (41.4k at 0 s, 48.2k at 1 ms, 2026-11-28, with
-    // DELAY_DEQUEUE; 41.5k and 47.3k without it; per seed it ranges 31-54k at either start: fix (c) sometimes packs the app's vCPUs
-    // onto two or three pCPUs until the balancer spreads them; docs/models.md, "Noise
-    // and lockstep").
+    // With the default noise the kernel threads shift the pairs' phases: directed yields in
+    // both starts (the gang regime is gone), and over the file's 2 s the mean throughput of
+    // seeds 1-10 within 15% (41.4k at 0 s, 48.2k at 1 ms, 2026-11-28, with DELAY_DEQUEUE;
+    // 41.5k and 47.3k without it; per seed it ranges 31-54k at either start: fix (c)
+    // sometimes packs the app's vCPUs onto two or three pCPUs until the balancer spreads
+    // them; docs/models.md, "Noise and lockstep").
     one_regime_at_both_starts(LockstepHost::Default);
     // With the shipped profile's heavier measured noise: the same, the means 22.9k against
     // 26.2k (2026-11-28; 26.3k without DELAY_DEQUEUE).

@@ -51,16 +51,17 @@
 //! what vcpulab modelled before 6.19 existed, and the reproductions were written against
 //! it.
 //!
-//! - `delay_dequeue` (default true, as upstream since 6.12; set it false to model 6.6-6.11,
-//!   e.g. with `buddy_rule = "6.6"`): DELAY_DEQUEUE and DELAY_ZERO. A task that goes to sleep ineligible stays queued (in V
-//!   and the load, not runnable) until the pick would run it, then leaves with its lag
-//!   clipped to at most 0; woken before that, it stays on its pCPU and keeps its place, or
-//!   restarts at lag 0 if its lag has turned positive. The rules and sources are in
-//!   `fair/delay.rs`; counters `delay_dequeue_delayed`, `_picked`, `_picked_lag_zeroed`,
-//!   `_woken_in_place`, `_woken_replaced` (listed only when on). `vcpulab kvm compare`
-//!   sets it from the host kernel's release (on for 6.12 or later). It became the default
-//!   on 2026-11-28, with the re-run of every `eevdf` reproduction (docs/validation.md,
-//!   "DELAY_DEQUEUE as the default").
+//! - `delay_dequeue` (default true, as upstream since 6.12; set it false to model
+//!   6.6-6.11, e.g. with `buddy_rule = "6.6"`): DELAY_DEQUEUE and DELAY_ZERO. A task that
+//!   goes to sleep ineligible stays queued (in V and the load, not runnable) until the
+//!   pick would run it, then leaves with its lag clipped to at most 0; woken before that,
+//!   it stays on its pCPU and keeps its place, or restarts at lag 0 if its lag has turned
+//!   positive. The rules and sources are in `fair/delay.rs`; counters
+//!   `delay_dequeue_delayed`, `_picked`, `_picked_lag_zeroed`, `_woken_in_place`,
+//!   `_woken_replaced` (listed only when on). `vcpulab kvm compare` sets it from the host
+//!   kernel's release (on for 6.12 or later). It became the default on 2026-11-28, with
+//!   the re-run of every `eevdf` reproduction (docs/validation.md, "DELAY_DEQUEUE as the
+//!   default").
 //!
 //! - `yield_series` (default "off": upstream) runs the scheduler side of Wanpeng Li's
 //!   proposed "Semantics-aware vCPU scheduling for oversubscribed KVM" series on each
