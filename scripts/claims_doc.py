@@ -85,6 +85,11 @@ DATES = re.compile(r"<!-- robustness-dates: (.*?) -->")
 ALL_RUN = re.compile(r"`vcpulab robustness --all --json` \(.*?\), written on (\d{4}-\d\d-\d\d)")
 
 
+def dates_comment(dates: dict[str, str]) -> str:
+    """The comment `robustness_dates` reads back."""
+    return f"<!-- robustness-dates: {' '.join(f'{e}={d}' for e, d in dates.items())} -->"
+
+
 def robustness_dates(old_section: str, experiments: set[str]) -> dict[str, str]:
     """experiment -> the day its robustness shares in the section were written."""
     m = DATES.search(old_section)
@@ -166,7 +171,7 @@ def main() -> None:
     header = (f"Verdicts of `vcpulab reproduce --claims --json` (all experiments, adaptive seeds), written "
               f"on {today}; robustness shares of `vcpulab robustness` ({seeds_text} seeds per perturbation; "
               f"holds / applicable): {when}:\n\n"
-              f"<!-- robustness-dates: {' '.join(f'{e}={dates[e]}' for e in experiments)} -->")
+              + dates_comment({e: dates[e] for e in experiments}))
     DOC.write_text(head + section(claims, header, robust) + tail, encoding="utf-8")
     print(f"wrote {len(claims)} claims into {DOC}")
 

@@ -84,3 +84,38 @@ def test_models_md_lists_every_declared_claim():
             # Its robustness share (vcpulab robustness): holds/applicable, or n/a.
             cells = [x.strip() for x in row.strip("|").split(" | ")]
             assert re.fullmatch(r"\d+/\d+|n/a", cells[5]), (e["id"], c["id"], cells[5])
+
+
+def test_claims_doc_reads_back_the_robustness_cells_it_writes():
+    """scripts/claims_doc.py --keep-other-robustness keeps experiments' robustness cells by
+    parsing the section it wrote earlier: what `section` writes, `kept_robustness` and
+    `robustness_dates` must read back unchanged (a share, n/a, no report, a two-word
+    verdict, a `|` in a claim's text)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "claims_doc.py"
+    spec = importlib.util.spec_from_file_location("claims_doc", path)
+    doc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(doc)
+
+    def claim(exp, cid, text="a claim"):
+        return {"experiment": exp, "claim": cid, "verdict": "holds", "value": 1.5, "ci_low": 1.2,
+                "ci_high": 1.8, "threshold": 1.0, "seeds": 5, "detail": "ratio > 1", "text": text}
+
+    claims = [claim("exp-a", "faster"), claim("exp-a", "no-report"), claim("exp-a", "never-applies"),
+              claim("exp-b", "piped", text="a | b, with a pipe")]
+    robust = {
+        ("exp-a", "faster"): {"holds": 7, "applicable": 9, "share": 7 / 9,
+                              "worst": {"perturbation": "jitter-1ms", "verdict": "not applicable"}},
+        ("exp-a", "never-applies"): {"holds": 0, "applicable": 0, "share": None, "worst": None},
+        ("exp-b", "piped"): {"holds": 3, "applicable": 3, "share": 1.0,
+                             "worst": {"perturbation": "seeds+10", "verdict": "holds"}},
+    }
+    dates = {"exp-a": "2026-11-28", "exp-b": "2026-12-05"}
+    text = doc.section(claims, "header\n\n" + doc.dates_comment(dates), robust)
+    kept = doc.kept_robustness(text, {"exp-a", "exp-b"})
+    assert kept == robust, kept
+    assert doc.robustness_dates(text, {"exp-a", "exp-b"}) == dates
+    # Only the experiments asked for are kept.
+    assert set(doc.kept_robustness(text, {"exp-b"})) == {("exp-b", "piped")}

@@ -26,6 +26,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
         "pvm-epyc-2cpu",
         include_str!("../profiles/pvm-epyc-2cpu.toml"),
     ),
+    (
+        "pvm-xeon-2cpu-v1252",
+        include_str!("../profiles/pvm-xeon-2cpu-v1252.toml"),
+    ),
 ];
 
 /// `[kvm]` keys a profile may set: the costs of exits and wake-ups, not policy.

@@ -682,18 +682,20 @@ fn resolve_io_driver(
     // A held response is matched to its sender in the order sent, which one backend thread
     // keeps and several would not (engine/net.rs, `wait_for_holder`).
     if let Some(IoDriver::Vm { vm, workload }) = driver {
-        let threads = vms[vm as usize].workloads[workload as usize].threads;
-        for (i, v) in vms.iter().enumerate() {
-            for (j, w) in v.workloads.iter().enumerate() {
-                if threads > 1
-                    && w.ops
+        let backend = &vms[vm as usize];
+        let threads = backend.workloads[workload as usize].threads;
+        if threads > 1 {
+            for (i, v) in vms.iter().enumerate() {
+                for (j, w) in v.workloads.iter().enumerate() {
+                    if w.ops
                         .iter()
                         .any(|o| matches!(o, workload::Op::RespondHeld { .. }))
-                {
-                    return root.err(
-                        &format!("vm[{i}].workload[{j}].ops"),
-                        format!("a respond with hold needs a backend with one thread; the netback of io_driver {:?} has {threads}: give it threads = 1", vms[vm as usize].name),
-                    );
+                    {
+                        return root.err(
+                            &format!("vm[{i}].workload[{j}].ops"),
+                            format!("a respond with hold needs a backend with one thread; the netback of io_driver \"{}\" has {threads}: give it threads = 1", backend.name),
+                        );
+                    }
                 }
             }
         }

@@ -101,6 +101,24 @@ pub fn rdtsc() -> u64 {
     unsafe { core::arch::x86_64::_rdtsc() }
 }
 
+/// How far past the stop the stamp of a vCPU woken by the stop lies. The guest still takes
+/// its sample, `rdtsc - stamp`, which then wraps to about 2^64 - 2^62 ticks (years at any
+/// TSC rate) and is dropped with the other impossible values (`is_latency`). A stamp of
+/// `u64::MAX`, used until 2026-12-05, made that sample the TSC itself plus one: the time
+/// since the host booted, which passed as a latency on a host up for less than 1,000 s.
+const STOP_STAMP_AHEAD: u64 = 1 << 62;
+
+/// The stamp for a vCPU woken by the stop, from the TSC now.
+fn stop_stamp(now: u64) -> u64 {
+    now.wrapping_add(STOP_STAMP_AHEAD)
+}
+
+/// Whether `ticks` (a guest's `rdtsc - stamp`) is a latency: under 1,000 s. A sample taken
+/// after the stop (`stop_stamp`), or before a timer's deadline, wraps around and is not.
+fn is_latency(ticks: u64, tsc_hz: f64) -> bool {
+    (ticks as f64 / tsc_hz) < 1000.0
+}
+
 /// `n` iterations of the guest's delay loop (`dec; jnz`), on the host.
 #[inline(always)]
 pub fn delay_loop(n: u64) {
@@ -435,7 +453,8 @@ fn waker_thread(ctx: Arc<Ctx>, rx: mpsc::Receiver<WakeRequest>) {
 fn release_halted(ctx: &Ctx) {
     for (v, e) in ctx.efds.iter().enumerate() {
         if ctx.cfg.vcpus[v].program == Program::IrqWake {
-            ctx.mem.set(slot_addr(v) + R_STAMP as u64, u64::MAX);
+            ctx.mem
+                .set(slot_addr(v) + R_STAMP as u64, stop_stamp(rdtsc()));
         }
         e.signal();
     }
@@ -524,8 +543,9 @@ impl Ctx {
                     }
                 }
                 if self.stopped() {
-                    // woken by the stop, not the waker: make the last sample ~0, dropped later
-                    self.mem.set(slot_addr(v) + R_STAMP as u64, u64::MAX);
+                    // woken by the stop, not the waker: its last sample is dropped later
+                    self.mem
+                        .set(slot_addr(v) + R_STAMP as u64, stop_stamp(rdtsc()));
                 }
                 Ok(Next::Resume)
             }
@@ -552,7 +572,8 @@ impl Ctx {
                     };
                 }
                 if self.stopped() {
-                    self.mem.set(slot_addr(v) + R_STAMP as u64, u64::MAX);
+                    self.mem
+                        .set(slot_addr(v) + R_STAMP as u64, stop_stamp(rdtsc()));
                 }
                 Ok(Next::Resume)
             }
@@ -865,11 +886,12 @@ pub fn run(cfg: Config) -> Result<RunResult> {
         let end = mem
             .get(s + R_SAMPLES as u64)
             .clamp(samples_addr(v), samples_addr(v) + SAMPLES_SIZE);
-        let mut samples: Vec<f64> = (0..(end - samples_addr(v)) / 8)
-            .map(|k| mem.get(samples_addr(v) + 8 * k) as f64 / tsc_hz * 1e9)
+        // a sample taken after the stop woke the vCPU (`stop_stamp`) wraps around: drop it
+        let samples: Vec<f64> = (0..(end - samples_addr(v)) / 8)
+            .map(|k| mem.get(samples_addr(v) + 8 * k))
+            .filter(|&ticks| is_latency(ticks, tsc_hz))
+            .map(|ticks| ticks as f64 / tsc_hz * 1e9)
             .collect();
-        // a sample taken after the stop woke the vCPU (stamp u64::MAX) wraps around: drop it
-        samples.retain(|&x| x < 1e12);
         let exit = match &outcome {
             Ok(()) => "done".to_string(),
             Err(e) => e.clone(),
@@ -1009,4 +1031,29 @@ pub(crate) fn kicked() -> bool {
 
 pub(crate) fn stopping(ctx: &Ctx) -> bool {
     ctx.stopping.load(SeqCst)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sample a guest takes after the stop woke it must be dropped however long the
+    /// host has been up; a real wake-up latency must be kept.
+    #[test]
+    fn a_sample_after_the_stop_is_dropped_on_a_host_up_for_any_time() {
+        let tsc_hz = 2.6e9;
+        for uptime_s in [0.5, 200.0, 999.0, 1e4, 1e6] {
+            let stop = (uptime_s * tsc_hz) as u64;
+            for later_s in [0.0, 40e-6, 0.5] {
+                let sample = (stop + (later_s * tsc_hz) as u64).wrapping_sub(stop_stamp(stop));
+                assert!(
+                    !is_latency(sample, tsc_hz),
+                    "uptime {uptime_s} s, {later_s} s after the stop"
+                );
+            }
+            let woken = stop - (0.001 * tsc_hz) as u64;
+            let latency = (40e-6 * tsc_hz) as u64;
+            assert!(is_latency((woken + latency).wrapping_sub(woken), tsc_hz));
+        }
+    }
 }
