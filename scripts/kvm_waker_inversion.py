@@ -6,12 +6,16 @@ The harness's vCPU thread asks the waker thread for its next wake-up through a
 waker that preempts the sender at once (a nice-19 vCPU beside busy ones) blocks on that
 lock until the sender runs again. This script finds those inversions in a trace of one
 vCPU (`vcpu0`, the woken one) and prints how long the vCPU ran, once back on a pCPU, before
-it woke the waker again (the unlock): what `kvm_compare.HARNESS_SEND_HOLD` models.
+it woke the waker again (the unlock): what a host profile's `[harness] send_hold` sets for
+`vcpulab kvm compare` (`kvm_compare.HARNESS_SEND_HOLD` without one).
 
 Record a run (needs root, /dev/kvm and tracefs at /sys/kernel/tracing):
 
   perf sched record -o run.perf -- vcpulab kvm run SCENARIO.toml --json > run.json
-  python scripts/kvm_waker_inversion.py run.perf
+  python scripts/kvm_waker_inversion.py run.perf [more.perf ...]
+
+With several traces it also prints the pooled holds, and with any, the line to put in a
+host profile's `[harness]` table (`send_hold`), which `vcpulab kvm compare` then uses.
 
 An inversion is the sequence: `vcpu0` switched out runnable with `vcpulab-waker` next (the
 waker preempts it right after the send), the waker switched out to a thread other than
@@ -22,6 +26,7 @@ runs of 2026-11-27 and -28 this was used on.
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 import subprocess
@@ -58,16 +63,31 @@ def holds(path: str) -> tuple[list[float], int]:
 
 
 def main() -> int:
-    if len(sys.argv) != 2:
+    paths = sys.argv[1:]
+    if not paths:
         print(__doc__.strip().splitlines()[0], file=sys.stderr)
-        print("usage: python scripts/kvm_waker_inversion.py TRACE.perf", file=sys.stderr)
+        print("usage: python scripts/kvm_waker_inversion.py TRACE.perf [TRACE.perf ...]", file=sys.stderr)
         return 2
-    h, interrupted = holds(sys.argv[1])
-    if not h:
-        print(f"no inversions held in one run (the waker never waited for vcpu0; {interrupted} preempted again)")
-        return 0
-    print(f"{len(h)} inversions in one run: vcpu0 ran p50 {statistics.median(h):.1f} us, mean {statistics.mean(h):.1f} us "
-          f"before it woke the waker; {interrupted} more preempted again before that")
+    pooled: list[float] = []
+    for path in paths:
+        h, interrupted = holds(path)
+        pooled += h
+        if not h:
+            print(f"{path}: no inversions held in one run (the waker never waited for vcpu0; "
+                  f"{interrupted} preempted again)")
+            continue
+        print(f"{path}: {len(h)} inversions in one run: vcpu0 ran p50 {statistics.median(h):.1f} us, mean "
+              f"{statistics.mean(h):.1f} us before it woke the waker; {interrupted} more preempted again before that")
+    if len(paths) > 1 and pooled:
+        print(f"pooled: {len(pooled)} inversions, p50 {statistics.median(pooled):.1f} us, "
+              f"mean {statistics.mean(pooled):.1f} us")
+    if pooled:
+        # As a host profile's `[harness] send_hold` (docs/scenarios.md, "Host profiles"): the
+        # log-normal of the pooled median whose mean is the pooled mean, as the profile's
+        # other latencies are written.
+        med, mean = statistics.median(pooled), statistics.mean(pooled)
+        sigma = math.sqrt(2 * math.log(mean / med)) if med > 0 and mean > med else 0.0
+        print(f'send_hold = {{ dist = "lognormal", median = "{med:.3g}us", sigma = {sigma:.3g} }}')
     return 0
 
 

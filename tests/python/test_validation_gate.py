@@ -121,6 +121,18 @@ def test_the_wake_cases_simulate_the_harness_waker():
                             {"op": "respond", "hold": kc.HARNESS_SEND_HOLD}], ops
 
 
+def test_a_profile_s_measured_send_hold_replaces_the_default():
+    """The send's hold is a measurement of the harness on its machine: a profile that has one
+    (`[harness] send_hold`, pvm-xeon-2cpu-v1252's) gives it to the wake cases' simulated
+    side; one without (the reference's) keeps HARNESS_SEND_HOLD, the EPYC machine's."""
+    assert kc._profile_send_hold(ref.PROFILE) == kc.HARNESS_SEND_HOLD
+    measured = kc._profile_send_hold("pvm-xeon-2cpu-v1252")
+    assert measured == {"dist": "lognormal", "median": "2us", "sigma": 2.12}
+    sched = kc._eevdf_sched(ref.TICK, "pvm-xeon-2cpu-v1252", ref.KERNEL)
+    sc = kc.select(["wake-busy3-nice19"])[0]["sim"](sched)
+    assert sc["vm"][0]["workload"][0]["ops"][-1] == {"op": "respond", "hold": measured}
+
+
 def test_the_nice19_wake_family_has_the_real_shape():
     """On the reference machine a nice-19 vCPU wakes later behind seven busy nice-0 vCPUs
     (10.4 ms) than behind three (0.61 ms), and either far later than at nice 0 (42-58 us).

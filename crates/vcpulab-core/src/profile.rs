@@ -35,6 +35,13 @@ pub const SHIPPED: &[(&str, &str)] = &[
 /// `[kvm]` keys a profile may set: the costs of exits and wake-ups, not policy.
 const KVM_KEYS: &[&str] = &["ple_exit_cost", "halt_wakeup_cost"];
 
+/// `[harness]` keys: measurements of the KVM harness itself on that host, which only
+/// `vcpulab kvm compare` reads (for the simulated side of its cases); a scenario with the
+/// profile does not see them. `send_hold`: how long the harness's vCPU thread runs, back on
+/// a pCPU after its waker preempted it, before it unlocks the waker's channel
+/// (`scripts/kvm_waker_inversion.py` on `perf sched` traces).
+const HARNESS_KEYS: &[&str] = &["send_hold"];
+
 /// If the scenario names a profile, the scenario with the profile's values merged in and
 /// `host.profile` removed; else `None`.
 pub fn apply(v: &Value, origin: &str) -> Res<Option<Value>> {
@@ -143,7 +150,16 @@ fn check(prof: &Value, source: &str) -> Res<()> {
         }
         k.finish(KVM_KEYS)?;
     }
-    root.finish(&["profile", "host", "kvm"])
+    if let Some(h) = root.get("harness") {
+        let h = h.table()?;
+        for key in HARNESS_KEYS {
+            if let Some(v) = h.get(key) {
+                crate::workload::parse_dist(&v)?;
+            }
+        }
+        h.finish(HARNESS_KEYS)?;
+    }
+    root.finish(&["profile", "host", "kvm", "harness"])
 }
 
 #[cfg(test)]
@@ -195,6 +211,35 @@ mod tests {
         assert_eq!(e.origin, p.display().to_string());
         assert!(e.path.contains("ple"), "{e:?}");
         assert!(e.message.contains("halt_wakeup_cost"), "{}", e.message);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A profile's `[harness]` table is checked like its other keys and stays out of the
+    /// scenario: it is `vcpulab kvm compare`'s, not the simulated host's.
+    #[test]
+    fn harness_keys_are_checked_and_not_applied() {
+        let dir =
+            std::env::temp_dir().join(format!("vcpulab-profile-harness-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let with = |text: &str| {
+            let p = dir.join("p.toml");
+            std::fs::write(&p, text).unwrap();
+            let mut v = scenario("");
+            v["host"]
+                .as_table_mut()
+                .unwrap()
+                .insert("profile".into(), Value::String(p.display().to_string()));
+            apply(&v, "s.toml")
+        };
+        let good =
+            "[harness]\nsend_hold = { dist = \"lognormal\", median = \"2us\", sigma = 2.12 }\n";
+        let out = with(good).unwrap().unwrap();
+        assert!(out.get("harness").is_none());
+        let e = with("[harness]\nsend_hld = \"2us\"\n").unwrap_err();
+        assert!(e.path.contains("send_hld"), "{e:?}");
+        assert!(e.message.contains("send_hold"), "{}", e.message);
+        let e = with("[harness]\nsend_hold = \"soon\"\n").unwrap_err();
+        assert!(e.path.contains("send_hold"), "{e:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
