@@ -140,24 +140,17 @@ fn check(prof: &Value, source: &str) -> Res<()> {
         }
         h.finish(&["costs", "noise"])?;
     }
-    if let Some(k) = root.get("kvm") {
-        let k = k.table()?;
-        for key in KVM_KEYS {
-            // A duration, or a distribution of them (the measured latencies).
-            if let Some(v) = k.get(key) {
-                crate::workload::parse_dist(&v)?;
+    // `[kvm]` and `[harness]` hold durations, or distributions of them (measured latencies).
+    for (name, keys) in [("kvm", KVM_KEYS), ("harness", HARNESS_KEYS)] {
+        if let Some(t) = root.get(name) {
+            let t = t.table()?;
+            for key in keys {
+                if let Some(v) = t.get(key) {
+                    crate::workload::parse_dist(&v)?;
+                }
             }
+            t.finish(keys)?;
         }
-        k.finish(KVM_KEYS)?;
-    }
-    if let Some(h) = root.get("harness") {
-        let h = h.table()?;
-        for key in HARNESS_KEYS {
-            if let Some(v) = h.get(key) {
-                crate::workload::parse_dist(&v)?;
-            }
-        }
-        h.finish(HARNESS_KEYS)?;
     }
     root.finish(&["profile", "host", "kvm", "harness"])
 }
