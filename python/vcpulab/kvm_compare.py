@@ -541,11 +541,38 @@ def run_case(case: dict[str, Any], sched: Optional[dict[str, Any]], sim_note: st
         vals = [v for v in (real_fn(s) for s in per_rep) if v is not None]
         med = statistics.median(vals) if vals else None
         sim, sim_runs = sims.get(metric, (None, []))
+        modes = two_groups(vals)
         rows.append({"case": case["id"], "metric": metric, "unit": unit, "real": med, "real_spread": _spread(vals), "sim": sim,
                      "ratio": (sim / med) if (sim is not None and med) else None, "real_runs": vals,
+                     "real_modes": [list(g) for g in modes] if modes else None,
                      "sim_spread": _spread(sim_runs), "sim_runs": sim_runs, "harness": harness,
                      "held_out": case["held_out"], "note": note})
     return rows
+
+
+def two_groups(vals: list[float]) -> Optional[tuple[list[float], list[float]]]:
+    """The real runs of a row split in two groups, as `vcpulab kvm calibrate` splits its
+    measurements (`kvm_calibrate.two_groups`), or None."""
+    from .kvm_calibrate import two_groups as split
+
+    return split(vals)
+
+
+def two_mode_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """For `vcpulab kvm compare`'s table: one line per row whose real runs fall in two
+    groups, whose median of a few runs can land in either, so that its ratio to the
+    simulated side can flip between two comparisons (docs/validation.md, "A third
+    machine": the nice-19 wake-up and user-space PLE rows)."""
+    def span(g: list[float]) -> str:
+        lo, hi = f"{g[0]:.3g}", f"{g[-1]:.3g}"
+        return lo if lo == hi else f"{lo}-{hi}"
+
+    out = []
+    for r in rows:
+        modes = r.get("real_modes")
+        if modes:
+            out.append(f"{r['case']} {r['metric']}: {span(modes[0])} or {span(modes[1])} {r['unit']}".rstrip())
+    return out
 
 
 def _spread(vals: list[Optional[float]]) -> Optional[float]:

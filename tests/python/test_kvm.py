@@ -199,7 +199,7 @@ def test_compare_rows(capsys):
     rows = json.loads(out)
     assert [(r["case"], r["metric"]) for r in rows] == [("compute-N2", "throughput"), ("compute-N2", "fairness_jain"), ("tas-N1", "ns_per_op")]
     for r in rows:
-        assert {"case", "metric", "unit", "real", "real_spread", "sim"} <= set(r)
+        assert {"case", "metric", "unit", "real", "real_spread", "real_modes", "sim"} <= set(r)
         assert r["real"] > 0
     sched, why = kvm_compare.sim_scheduler()
     if sched is None:
@@ -235,3 +235,17 @@ def test_ple_cases_map_onto_the_sim_ple_model():
         if ple:
             assert s["vms"][0]["ple"]["exits"] > 0 and s["vms"][0]["ple"]["yield_successes"] > 0
         assert c["rows"][0][3](s) == pytest.approx(1e9 / s["vms"][0]["throughput"])
+
+
+def test_compare_names_the_rows_whose_real_runs_fall_in_two_groups():
+    """A real row whose runs fall in two groups (the nice-19 wake-up's 41, 32 and 1,158 us on
+    the EPYC machine) gets its groups in `real_modes` and a line under the table: its
+    median of three runs can land in either, so its ratio can flip between comparisons.
+    Runs close together get neither."""
+    from vcpulab import kvm_compare as kc
+
+    assert kc.two_groups([41.0, 32.0, 1158.0]) == ([32.0, 41.0], [1158.0])
+    assert kc.two_groups([37.0, 38.0, 37.5]) is None
+    rows = [{"case": "wake-busy3-nice19", "metric": "wake_p50", "unit": "us", "real_modes": [[32.0, 41.0], [1158.0]]},
+            {"case": "wake-busy0", "metric": "wake_p50", "unit": "us", "real_modes": None}]
+    assert kc.two_mode_lines(rows) == ["wake-busy3-nice19 wake_p50: 32-41 or 1.16e+03 us"]

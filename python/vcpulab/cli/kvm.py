@@ -15,8 +15,8 @@ examples:
   vcpulab kvm run scenarios/kvm/ticket-4.toml --json     the summary JSON
   vcpulab kvm run X.toml --duration 200ms --repetitions 1 --mode threads
   vcpulab kvm compare                                    every validation case, real vs simulated
-  vcpulab kvm compare tas ticket-N4 --json               rows {case, metric, unit, real, real_spread, sim,
-                                                         sim_runs}: sim is the median of seeds 1-5
+  vcpulab kvm compare tas ticket-N4 --json               rows {case, metric, unit, real, real_spread, real_modes,
+                                                         sim, sim_runs}: sim is the median of seeds 1-5
   vcpulab kvm compare --list
   vcpulab kvm calibrate --out host.toml                  measure this host's costs as a host profile
 
@@ -119,6 +119,11 @@ def cmd_kvm_compare(args: argparse.Namespace) -> int:
     sys.stdout.write(f"real: the median of {runs} of {args.duration}; sim: the median of seeds "
                      f"{', '.join(map(str, kc.SIM_SEEDS))}\nspread: (max - min) / median\n")
     sys.stdout.write(_within_line(rows) + "\n")
+    modes = kc.two_mode_lines(rows)
+    if modes:
+        head = (f"real runs in two groups (the median of {runs} lands in either, so these rows' ratios "
+                "can flip from one comparison to the next; see them with --repetitions 9):")
+        sys.stdout.write("\n" + wrap(head, "", "  ") + "\n" + "".join(f"  {m}\n" for m in modes))
     notes = {r["case"]: r["note"] for r in rows if r["note"]}
     if notes:
         sys.stdout.write("\nnotes:\n" + "".join(wrap(f"{k}: {v}", "  ", "    ") + "\n" for k, v in notes.items()))
