@@ -10,7 +10,7 @@ PROFILE is a profile file or a shipped profile's name. The simulated host is the
 CONFIG_HZ, the running kernel's features), so run it on the machine the real side was
 measured on. It prints each row (real, sim, sim / real, whether within 2x) and the counts
 within 2x, held-out cases apart; `--out` writes the rows, as `vcpulab kvm compare --json`
-does, with the new simulated side. docs/validation.md ("A third machine") used it.
+does, with the new simulated side. docs/validation.md ("Another Xeon machine") used it.
 """
 
 from __future__ import annotations

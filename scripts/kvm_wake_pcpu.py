@@ -10,7 +10,7 @@ share of the time `vcpu0`'s pCPU held 0, 1, 2, ... busy vCPU threads.
     perf sched record -o run.perf -- vcpulab kvm run scenarios/kvm/wake-busy3-nice19.toml --repetitions 1 --json
     python scripts/kvm_wake_pcpu.py run.perf
 
-docs/validation.md ("A third machine") has the runs of 2026-12-05 it was used on: a
+docs/validation.md ("Another Xeon machine") has the runs of 2026-12-05 it was used on: a
 nice-19 vCPU woken on a pCPU with one busy vCPU ran 2 us later (p50), with two it waited
 milliseconds.
 """

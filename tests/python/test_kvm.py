@@ -246,6 +246,7 @@ def test_compare_names_the_rows_whose_real_runs_fall_in_two_groups():
 
     assert kc.two_groups([41.0, 32.0, 1158.0]) == ([32.0, 41.0], [1158.0])
     assert kc.two_groups([37.0, 38.0, 37.5]) is None
-    rows = [{"case": "wake-busy3-nice19", "metric": "wake_p50", "unit": "us", "real_modes": [[32.0, 41.0], [1158.0]]},
+    rows = [{"case": "wake-busy3-nice19", "metric": "wake_p50", "unit": "us",
+             "real_modes": [[32.0, 41.0], [1158.0]]},
             {"case": "wake-busy0", "metric": "wake_p50", "unit": "us", "real_modes": None}]
-    assert kc.two_mode_lines(rows) == ["wake-busy3-nice19 wake_p50: 32-41 or 1.16e+03 us"]
+    assert kc.two_mode_lines(rows) == ["wake-busy3-nice19 wake_p50: 32-41 or 1,158 us"]

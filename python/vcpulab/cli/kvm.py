@@ -15,8 +15,9 @@ examples:
   vcpulab kvm run scenarios/kvm/ticket-4.toml --json     the summary JSON
   vcpulab kvm run X.toml --duration 200ms --repetitions 1 --mode threads
   vcpulab kvm compare                                    every validation case, real vs simulated
-  vcpulab kvm compare tas ticket-N4 --json               rows {case, metric, unit, real, real_spread, real_modes,
-                                                         sim, sim_runs}: sim is the median of seeds 1-5
+  vcpulab kvm compare tas ticket-N4 --json               rows {case, metric, unit, real, real_spread,
+                                                         real_modes, sim, sim_runs}: sim is the median of
+                                                         seeds 1-5
   vcpulab kvm compare --list
   vcpulab kvm calibrate --out host.toml                  measure this host's costs as a host profile
 
@@ -121,8 +122,9 @@ def cmd_kvm_compare(args: argparse.Namespace) -> int:
     sys.stdout.write(_within_line(rows) + "\n")
     modes = kc.two_mode_lines(rows)
     if modes:
-        head = (f"real runs in two groups (the median of {runs} lands in either, so these rows' ratios "
-                "can flip from one comparison to the next; see them with --repetitions 9):")
+        head = (f"real runs in two groups, 2x apart or more (the median of {runs} may land in either, "
+                "so these rows' ratios can move from one comparison to the next; more runs: "
+                "--repetitions 9):")
         sys.stdout.write("\n" + wrap(head, "", "  ") + "\n" + "".join(f"  {m}\n" for m in modes))
     notes = {r["case"]: r["note"] for r in rows if r["note"]}
     if notes:
