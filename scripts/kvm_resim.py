@@ -20,6 +20,7 @@ import json
 import platform
 
 from vcpulab import kvm_compare as KC
+from vcpulab.cli.kvm import _within_line
 
 
 def main() -> None:
@@ -55,10 +56,7 @@ def main() -> None:
         held = " (held out)" if r["held_out"] else ""
         print(f"{r['case'] + held:32s} {r['metric']:17s} real {fmt(r['real']):>10s}  sim {fmt(r['sim']):>10s}"
               f"  sim/real {fmt(r['ratio'])}{flag}")
-    main_rows = [r for r in out if not r["held_out"]]
-    held_rows = [r for r in out if r["held_out"]]
-    print(f"within 2x: {sum(map(within, main_rows))} of {len(main_rows)}; "
-          f"held out: {sum(map(within, held_rows))} of {len(held_rows)}")
+    print(_within_line(out))
 
 
 if __name__ == "__main__":

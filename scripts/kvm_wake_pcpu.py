@@ -19,18 +19,17 @@ from __future__ import annotations
 
 import re
 import statistics
-import subprocess
 import sys
 from collections import defaultdict
 
-EVENT = re.compile(r"\s*(\S+)\s+(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+sched:(\w+):\s+(.*)")
+from kvm_sched_trace import MIGRATE, SWITCH, WAKE, events
+
 BUSY = re.compile(r"vcpu[1-9]\d*$")
 
 
 def main(path: str) -> None:
-    out = subprocess.run(["perf", "script", "-i", path, "-F", "comm,tid,cpu,time,event,trace"],
-                         capture_output=True, text=True, check=True).stdout
     where: dict[str, int] = {}  # busy vCPU thread -> its pCPU
+    running: dict[int, str] = {}  # pCPU -> the thread on it, from the switches so far
     woken_at = None
     waits: dict[int, list[float]] = defaultdict(list)  # busy threads on that pCPU -> wake->run (us)
     held: dict[int, float] = defaultdict(float)  # busy threads on vcpu0's pCPU -> seconds
@@ -39,26 +38,22 @@ def main(path: str) -> None:
     def busy_on(cpu: int) -> int:
         return sum(1 for c in where.values() if c == cpu)
 
-    for line in out.splitlines():
-        m = EVENT.match(line)
-        if not m:
-            continue
-        comm, _tid, cpu_s, t_s, event, rest = m.groups()
-        cpu, t = int(cpu_s), float(t_s)
+    for t, cpu, event, rest in events(path):
         if last_t is not None and v0_cpu is not None:
             held[busy_on(v0_cpu)] += t - last_t
         last_t = t
         if event == "sched_migrate_task":
-            who = re.search(r"comm=(\S+)", rest).group(1)
-            dest = int(re.search(r"dest_cpu=(\d+)", rest).group(1))
+            who, dest = MIGRATE.search(rest).group(1), int(MIGRATE.search(rest).group(4))
             if BUSY.match(who):
                 where[who] = dest
             elif who == "vcpu0":
                 v0_cpu = dest
-        elif event == "sched_waking" and comm.startswith("vcpulab-waker") and "comm=vcpu0 " in rest:
-            woken_at = t
+        elif event == "sched_waking":
+            if WAKE.search(rest).group(1) == "vcpu0" and running.get(cpu, "").startswith("vcpulab-waker"):
+                woken_at = t
         elif event == "sched_switch":
-            nxt = re.search(r"next_comm=(\S+)", rest).group(1)
+            nxt = SWITCH.search(rest).group(4)
+            running[cpu] = nxt
             if BUSY.match(nxt):
                 where[nxt] = cpu
             elif nxt == "vcpu0":

@@ -22,6 +22,8 @@ import statistics
 from typing import Any, Callable, Optional, Sequence
 
 from . import kvm as K
+# A row's real runs split as `vcpulab kvm calibrate` splits its measurements' runs.
+from .kvm_calibrate import two_groups
 
 # guest program parameters shared by both sides (as in the KVM notes)
 COMPUTE_OP = "10us"  # one compute op of the compute-loop cases
@@ -552,14 +554,6 @@ def run_case(case: dict[str, Any], sched: Optional[dict[str, Any]], sim_note: st
                      "sim_spread": _spread(sim_runs), "sim_runs": sim_runs, "harness": harness,
                      "held_out": case["held_out"], "note": note})
     return rows
-
-
-def two_groups(vals: list[float]) -> Optional[tuple[list[float], list[float]]]:
-    """The real runs of a row split in two groups, as `vcpulab kvm calibrate` splits its
-    measurements (`kvm_calibrate.two_groups`), or None."""
-    from .kvm_calibrate import two_groups as split
-
-    return split(vals)
 
 
 def two_mode_lines(rows: list[dict[str, Any]]) -> list[str]:
