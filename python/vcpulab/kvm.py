@@ -258,6 +258,13 @@ def to_config(sc: Mapping[str, Any], origin: str = "<dict>", duration: Optional[
     kvm = ctx.keys(sc.get("kvm", {}), KVM_KEYS, "kvm")
     reps = ctx.int_(kvm.get("repetitions", 3), "kvm.repetitions", 1, 1000)
     cfg: dict[str, Any] = {"duration_ns": dur_ns, "seed": ctx.int_(sc.get("seed", 1), "seed", 0)}
+    if "warmup" in sc:
+        # As in the simulator: the op counts of the first `warmup` of the run are left out.
+        warm_ns = ctx.dur(sc["warmup"], "warmup")
+        if warm_ns >= dur_ns:
+            raise ctx.err("warmup", f"({sc['warmup']}) must be shorter than the duration ({dur_ns / 1e9:g} s)")
+        if warm_ns > 0:
+            cfg["warmup_ns"] = warm_ns
     m = mode or kvm.get("mode", "auto")
     if m not in ("auto", "kvm", "threads"):
         raise ctx.err("kvm.mode", f"{m!r}: expected auto, kvm or threads")
@@ -398,12 +405,24 @@ _UNIT = {"compute": "ops/s", "tas": "acquisitions/s", "ticket": "acquisitions/s"
          "wake": "wake-ups/s", "irq-wake": "wake-ups/s", "timer": "timer expiries/s", "idle": "ops/s"}
 
 
+def _measured_ops(res: dict[str, Any], v: dict[str, Any]) -> int:
+    """A vCPU's ops in the measured interval: after the warm-up, if the run had one."""
+    warm = v.get("warm_ops") if res.get("warm_wall_s") is not None else None
+    return v["ops"] - warm if warm is not None else v["ops"]
+
+
+def _measured_wall(res: dict[str, Any], v: dict[str, Any]) -> float:
+    """The interval a vCPU's measured ops were done in."""
+    warm = res.get("warm_wall_s")
+    return warm if warm is not None else v["wall_s"]
+
+
 def _workload_stats(res: dict[str, Any], group: int, program: str) -> dict[str, Any]:
     vs = [v for v in res["vcpus"] if v["group"] == group]
-    wall = max((v["wall_s"] for v in vs), default=0.0) or 1e-9
-    ops = sum(v["ops"] for v in vs)
+    wall = max((_measured_wall(res, v) for v in vs), default=0.0) or 1e-9
+    ops = sum(_measured_ops(res, v) for v in vs)
     if program == "barrier":
-        ops = max((v["ops"] for v in vs), default=0)  # a round completes for everyone
+        ops = max((_measured_ops(res, v) for v in vs), default=0)  # a round completes for everyone
     samples = [x for v in vs for x in v["samples_ns"]]
     out: dict[str, Any] = {"completed": ops, "throughput": ops / wall, "latency_ms": _quantiles(samples), "wall_s": wall}
     if program in ("tas", "ticket"):
@@ -411,7 +430,7 @@ def _workload_stats(res: dict[str, Any], group: int, program: str) -> dict[str, 
     elif program == "barrier":
         out["ns_per_round"] = wall * 1e9 / ops if ops else None
     if program == "compute":
-        out["fairness_jain"] = _jain([v["ops"] for v in vs])
+        out["fairness_jain"] = _jain([_measured_ops(res, v) for v in vs])
     return out
 
 
@@ -450,7 +469,8 @@ def summarize(runs: list[dict[str, Any]], cfg: Mapping[str, Any], meta: Mapping[
     for v in r["vcpus"]:
         vcpus.append({
             "index": v["index"], "program": v["program"], "cpu_time_s": v["cpu_time_s"], "wait_time_s": v["wait_time_s"],
-            "steal_time_s": v["steal_time_s"], "ops": v["ops"], "throughput": v["ops"] / v["wall_s"] if v["wall_s"] else 0.0,
+            "steal_time_s": v["steal_time_s"], "ops": _measured_ops(r, v),
+            "throughput": _measured_ops(r, v) / _measured_wall(r, v) if _measured_wall(r, v) else 0.0,
             "spins": v["spins"], "ple_exits": v["ple_exits"], "dispatches": v["timeslices"],
             "voluntary_switches": v["voluntary_switches"], "involuntary_switches": v["involuntary_switches"],
             "policy": cfg["vcpus"][v["index"]].get("policy", {}), "kvm_stats": v["kvm_stats"],
@@ -475,6 +495,7 @@ def summarize(runs: list[dict[str, Any]], cfg: Mapping[str, Any], meta: Mapping[
         "harness": r["mode"],
         "notice": r.get("notice"),
         "duration_s": cfg["duration_ns"] / 1e9,
+        "warmup_s": cfg.get("warmup_ns", 0) / 1e9,
         "repetitions": len(runs),
         "metric": {"name": name, "unit": unit, "median": med, "min": min(values) if values else None,
                    "max": max(values) if values else None, "spread": spread, "values": [v for (_, _, v) in per_run]},

@@ -173,6 +173,34 @@ def test_a_bad_duration_override_blames_the_flag():
         kvm.to_config(dict(sc, duration="5"), "b.toml")
 
 
+@needs_linux
+@pytest.mark.parametrize("mode", ["threads", "kvm"])
+def test_a_warmup_s_ops_are_left_out_of_the_figures(mode):
+    """With `warmup`, the harness reads every vCPU's op count at the warm-up's end and the
+    figures cover only the ops after it (the start-up burst of the ticket cases lies in
+    it: docs/validation.md); without one, nothing changes."""
+    if mode == "kvm" and not KVM_OK:
+        pytest.skip(f"needs KVM: {KVM_WHY}")
+    sc = {"name": "w", "duration": "300ms", "warmup": "100ms", "kvm": {"repetitions": 1, "mode": mode},
+          "vm": [{"name": "g", "vcpus": 2, "workload": [{"kind": "program", "threads": 2, "ops": PROGRAMS["ticket"]}]}]}
+    cfg, meta = kvm.to_config(sc, "w.toml")
+    assert cfg["warmup_ns"] == 100_000_000
+    res = kvm.run_config(cfg)
+    assert 0.1 < res["warm_wall_s"] <= 0.2 + 0.01
+    for v in res["vcpus"]:
+        assert 0 < v["warm_ops"] < v["ops"]
+    s = kvm.summarize([res], cfg, meta)
+    measured = [v["ops"] - v["warm_ops"] for v in res["vcpus"]]
+    assert [v["ops"] for v in s["vms"][0]["vcpus"]] == measured
+    assert s["vms"][0]["workloads"][0]["ns_per_op"] == pytest.approx(res["warm_wall_s"] * 1e9 / sum(measured))
+    assert s["warmup_s"] == 0.1
+    plain, _ = kvm.to_config({k: v for k, v in sc.items() if k != "warmup"}, "w.toml")
+    res = kvm.run_config(plain)
+    assert res["warm_wall_s"] is None and all(v["warm_ops"] is None for v in res["vcpus"])
+    with pytest.raises(vcpulab.ScenarioError, match=r"^w\.toml: warmup: \(300ms\) must be shorter than the duration"):
+        kvm.to_config({**sc, "warmup": "300ms"}, "w.toml")
+
+
 def test_shipped_kvm_scenarios_validate():
     root = os.path.join(os.path.dirname(__file__), "..", "..", "scenarios", "kvm")
     files = sorted(f for f in os.listdir(root) if f.endswith(".toml"))
@@ -220,8 +248,15 @@ def test_ple_cases_map_onto_the_sim_ple_model():
               "boost": (True, {"boost_ignores_vcpu_fairness": True}, "6.14"),
               "boost-fifo": (True, {"boost_ignores_vcpu_fairness": True}, "6.14"),
               "migrate": (True, {"migrate_boosted_to_spinner": True}, "6.6")}
-    cases = kvm_compare.select(["ple-"])
+    every = kvm_compare.select(["ple-"])
+    cases = [c for c in every if not c["id"].endswith("-steady")]
     assert [c["id"] for c in cases] == [f"ple-{p}" for p in kvm.PLE_POLICIES]
+    # each has a steady-state twin: the same scenarios, longer, counted after a warm-up
+    for c, twin in zip(cases, [c for c in every if c["id"].endswith("-steady")]):
+        assert twin["id"] == c["id"] + "-steady" and twin["held_out"]
+        assert {**twin["real"], "name": c["id"], "duration": "1s"} == {**c["real"], "warmup": "200ms"}
+        assert twin["real"]["duration"] == twin["sim"](sched)["duration"] == "1.2s"
+        assert twin["sim"](sched) == {**c["sim"](sched), "duration": "1.2s", "warmup": "200ms"}
     for c in cases:
         ple, feats, buddy = expect[c["id"][4:]]
         sc = c["sim"](sched)

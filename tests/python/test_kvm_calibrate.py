@@ -64,8 +64,13 @@ def test_calibration_programs_run_and_their_profile_reaches_a_simulation(tmp_pat
     wake_us = wake["median"]
     assert wake_us.endswith(("us", "ns"))
     cost_us = float(wake_us[:-2]) / (1 if wake_us.endswith("us") else 1000)
-    plain, profiled = _p50_us(_serve(None)), _p50_us(_serve(str(path)))
-    assert profiled - plain == pytest.approx(cost_us, rel=0.05, abs=0.5)
+    # Host noise off on both sides: with the profile's interruptions on, a wide wake-up
+    # cost (a 50 ms calibration's sigma is often 2 or more) meets more of them, and the
+    # p50 moved by up to 0.6 us more than the cost (1 run in ~25 failed that way).
+    quiet = {"enabled": False}
+    plain, profiled = _serve(None), _serve(str(path))
+    plain["host"]["noise"] = profiled["host"]["noise"] = quiet
+    assert _p50_us(profiled) - _p50_us(plain) == pytest.approx(cost_us, rel=0.05, abs=0.5)
     # Without a [kvm] table the profile's [kvm] values do not apply (and do not turn KVM on):
     # no wake-up cost, only the host noise.
     assert _p50_us(_serve(str(path), kvm_table=False)) < max(cost_us / 2, 2.0)

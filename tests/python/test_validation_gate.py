@@ -21,13 +21,13 @@ def _out(rows: list[dict[str, Any]]) -> str:
 
 def test_every_case_stays_in_its_documented_band():
     rows = kc.gate()
-    assert [(r["case"], r["metric"]) for r in rows] == [(c, m) for c, m, *_ in ref.ROWS]
+    assert [(r["case"], r["metric"]) for r in rows] == [(c, m) for c, m, *_ in ref.all_rows()]
     assert all(r["in_band"] for r in rows), _out(rows)
     # The 2x target (issue 27): how many rows meet it is part of the record, in both
     # directions; the held-out cases are counted apart.
     within = [(r["case"], r["metric"]) for r in rows if r["band"] == [0.5, 2.0] and not r["held_out"]]
     held = [(r["case"], r["metric"]) for r in rows if r["band"] == [0.5, 2.0] and r["held_out"]]
-    assert (len(within), len(held)) == (30, 10), (within, held)
+    assert (len(within), len(held)) == (30, 16), (within, held)
     assert sum(1 for r in rows if not r["held_out"]) == 30
 
 
@@ -165,16 +165,33 @@ def test_the_waker_s_wait_for_the_channel_lock_decides_the_nice19_row(monkeypatc
 
 
 def test_the_user_space_ple_family_has_the_real_shape():
-    """On real KVM the harness's pause-loop exits leave the ticket collapse about where it is
-    without them, whatever the policy (22-43 us per op against 30 us; docs/validation.md):
-    no policy is 1.5x slower or faster than none. The simulated side's medians must say the
-    same. (At seed 1 alone the model's exits made it 3-4x worse: a slow regime that seeds
-    1 and 3 of 1-10 land in.)"""
-    rows = {r["case"]: r for r in kc.gate(["ple-"])}
+    """Over the whole 1 s run, the policy hardly matters on real KVM (22-43 us per op
+    against 30 us; docs/validation.md): no policy is 1.5x slower or faster than none. The
+    figure is mostly the start-up burst (docs/validation.md, "The start-up burst"), which
+    makes no pause-loop exits, so every policy shares it. The simulated side's medians
+    must say the same. (At seed 1 alone the model's exits made it 3-4x worse: a slow
+    regime that seeds 1 and 3 of 1-10 land in.)"""
+    rows = {r["case"]: r for r in kc.gate(["ple-"]) if not r["case"].endswith("-steady")}
+    assert len(rows) == 5
     real = {c: r["real"] / rows["ple-none"]["real"] for c, r in rows.items()}
     sim = {c: r["sim"] / rows["ple-none"]["sim"] for c, r in rows.items()}
     assert all(0.5 <= v <= 1.5 for v in real.values()), real
     assert all(0.5 <= v <= 1.5 for v in sim.values()), sim
+
+
+def test_after_the_start_up_burst_every_ple_policy_cuts_the_collapse_on_both_sides():
+    """Counted after the warm-up, the ticket collapse without a handler hands the lock over
+    about once per 2 ms on both sides (a host scheduling decision: two pCPUs, a 4 ms tick),
+    and every user-space PLE policy makes it 10x faster or more: the pause-loop exit gives
+    the CPU to a vCPU that can take its turn. The order among the policies is not checked:
+    the simulator's yield is slower than its boost, the real one faster (docs/validation.md)."""
+    rows = {r["case"]: r for r in kc.gate(["ticket-N4-steady", "ple-"]) if r["case"].endswith("-steady")}
+    assert set(rows) == {"ticket-N4-steady"} | {f"ple-{p}-steady" for p in ("none", "yield", "boost", "boost-fifo", "migrate")}
+    for side in ("real", "sim"):
+        none = rows["ple-none-steady"][side]
+        assert 1.5e6 < none < 2.5e6 and 1.5e6 < rows["ticket-N4-steady"][side] < 2.5e6, side
+        for p in ("yield", "boost", "boost-fifo", "migrate"):
+            assert none / rows[f"ple-{p}-steady"][side] >= 10, (side, p)
 
 
 def _with_host_costs(monkeypatch, costs):
@@ -217,4 +234,16 @@ def test_the_cli_reports_the_gate_and_fails_when_a_row_leaves_its_band():
     assert p.returncode == 0, p.stderr
     assert "3 of 3 rows within 2x of real" in p.stdout
     assert "0 outside their band" in p.stdout
+    assert all(len(line) <= 100 for line in p.stdout.splitlines()), p.stdout
+    assert "(-steady cases)" not in p.stdout
+
+
+def test_the_cli_names_the_machine_and_profile_of_each_reference_set():
+    """The steady-state rows were measured on another machine than the rest: the table's
+    header names each set shown, and their simulated side runs on that machine's profile."""
+    p = run_cli("kvm", "compare", "ple-yield", "ple-yield-steady", "--reference")
+    assert p.returncode == 0, p.stderr
+    assert "real: measured 2026-11-27 (6.18.44-fc-v595" in p.stdout
+    assert "real (-steady cases): measured 2026-12-05 (6.18.44-fc-v1252" in p.stdout
+    assert "sim (-steady cases): eevdf, tick 4ms, host profile pvm-xeon-2cpu-v1252" in p.stdout
     assert all(len(line) <= 100 for line in p.stdout.splitlines()), p.stdout

@@ -10,6 +10,11 @@ pub struct Config {
     /// Measured time: the host sets the stop flag this long after every vCPU passed the
     /// in-guest start barrier.
     pub duration_ns: u64,
+    /// The first part of `duration_ns` that the results leave out: at its end the host
+    /// reads every vCPU's op count (`VcpuResult::warm_ops`) and the clock (`RunResult::
+    /// warm_wall_s` runs from there to the stop flag). 0: no warm-up, the whole run counts.
+    #[serde(default)]
+    pub warmup_ns: u64,
     /// Hard limit for the whole run (start barrier, run, wind-down); a run that exceeds it
     /// is stopped (vCPUs kicked out of KVM_RUN) and reported as an error.
     #[serde(default = "default_timeout")]

@@ -436,8 +436,10 @@ fn spin_until_equal(a: &mut Asm, r: Reg, mem: Mem, wait: Label, out: Label, done
     a.jmp(wait);
 }
 
-/// `if stop == 0 goto top; goto done`.
+/// After each op: publish the op count (the host reads it at the end of a warm-up; one
+/// store to the vCPU's own slot), then `if stop == 0 goto top; goto done`.
 fn stop_or(a: &mut Asm, top: Label, done: Label) {
+    a.store(m(R8, R_OPS), Rsi);
     a.cmp_mem_imm(m(Rbp, G_STOP), 0);
     a.jcc(Cond::E, top);
     a.jmp(done);

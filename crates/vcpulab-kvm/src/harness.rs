@@ -233,6 +233,8 @@ pub struct VcpuResult {
     pub group: usize,
     pub tid: i32,
     pub ops: u64,
+    /// The op count at the end of the warm-up (`Config::warmup_ns`; None without one).
+    pub warm_ops: Option<u64>,
     /// Guest-TSC time from the start barrier to the stop.
     pub wall_s: f64,
     pub spins: u64,
@@ -270,6 +272,9 @@ pub struct RunResult {
     pub duration_s: f64,
     /// Guest-TSC time from the first vCPU's start to the last vCPU's stop.
     pub wall_s: f64,
+    /// Host time from the end of the warm-up to the stop flag (None without a warm-up):
+    /// the interval `ops - warm_ops` were done in.
+    pub warm_wall_s: Option<f64>,
     pub vcpus: Vec<VcpuResult>,
     pub ple: PleResult,
     pub cgroup_version: &'static str,
@@ -835,7 +840,7 @@ pub fn run(cfg: Config) -> Result<RunResult> {
         ready.wait();
         monitor(&ctx, &handles)
     } else {
-        Ok(())
+        Ok(None)
     };
 
     // wind down: stop everything that may still be waiting, join, restore
@@ -857,7 +862,7 @@ pub fn run(cfg: Config) -> Result<RunResult> {
     if let Some(e) = ctx.setup_failed.lock().unwrap().take() {
         return Err(e);
     }
-    monitor?;
+    let warm = monitor?;
     if INTERRUPTED.load(SeqCst) {
         return Err(Error::Interrupted);
     }
@@ -905,6 +910,7 @@ pub fn run(cfg: Config) -> Result<RunResult> {
             group: ctx.cfg.vcpus[v].group,
             tid,
             ops: mem.get(s + R_OPS as u64),
+            warm_ops: warm.as_ref().map(|w| w.ops[v]),
             wall_s: t1.saturating_sub(t0) as f64 / tsc_hz,
             spins: mem.get(s + R_SPINS as u64),
             ple_exits: mem.get(s + R_PLE as u64),
@@ -920,6 +926,7 @@ pub fn run(cfg: Config) -> Result<RunResult> {
         });
     }
     out.wall_s = t_max.saturating_sub(t_min) as f64 / tsc_hz;
+    out.warm_wall_s = warm.map(|w| w.wall_s);
     let p = &ctx.ple;
     out.ple = PleResult {
         exits: p.exits.load(SeqCst),
@@ -938,9 +945,18 @@ pub fn run(cfg: Config) -> Result<RunResult> {
     Ok(out)
 }
 
-/// Waits for the start barrier, runs for the duration, sets the stop flag, waits for the
-/// vCPUs (kicking them out of KVM_RUN if they overrun). Handles Ctrl-C.
-fn monitor<T>(ctx: &Ctx, handles: &[std::thread::JoinHandle<T>]) -> Result<()> {
+/// What the monitor read at the end of a warm-up.
+struct WarmMark {
+    /// Every vCPU's op count then (the programs publish it after each op).
+    ops: Vec<u64>,
+    /// Host time from then to the stop flag.
+    wall_s: f64,
+}
+
+/// Waits for the start barrier, runs for the duration (reading the op counts at the end
+/// of the warm-up, if there is one), sets the stop flag, waits for the vCPUs (kicking them
+/// out of KVM_RUN if they overrun). Handles Ctrl-C.
+fn monitor<T>(ctx: &Ctx, handles: &[std::thread::JoinHandle<T>]) -> Result<Option<WarmMark>> {
     let n = ctx.cfg.vcpus.len() as u64;
     let t_begin = Instant::now();
     let limit = Duration::from_nanos(ctx.cfg.timeout_ns);
@@ -948,7 +964,7 @@ fn monitor<T>(ctx: &Ctx, handles: &[std::thread::JoinHandle<T>]) -> Result<()> {
     // 1. everyone at the in-guest start barrier
     loop {
         if ctx.setup_failed.lock().unwrap().is_some() || INTERRUPTED.load(SeqCst) {
-            return Ok(());
+            return Ok(None);
         }
         if ctx.mem.get(GLOBAL + G_ARRIVED as u64) >= n {
             break;
@@ -966,14 +982,31 @@ fn monitor<T>(ctx: &Ctx, handles: &[std::thread::JoinHandle<T>]) -> Result<()> {
         }
         std::thread::sleep(Duration::from_micros(100));
     }
-    // 2. the measured interval
+    // 2. the measured interval, its warm-up first
     let t0 = Instant::now();
     let dur = Duration::from_nanos(ctx.cfg.duration_ns);
+    let warmup = Duration::from_nanos(ctx.cfg.warmup_ns);
+    let mut mark: Option<(Vec<u64>, Instant)> = None;
     while t0.elapsed() < dur && !INTERRUPTED.load(SeqCst) && ctx.finished.load(SeqCst) == 0 {
         ctx.ple.expire(false);
-        std::thread::sleep(step.min(dur.saturating_sub(t0.elapsed())));
+        if mark.is_none() && !warmup.is_zero() && t0.elapsed() >= warmup {
+            let ops = (0..n as usize)
+                .map(|v| ctx.mem.get(slot_addr(v) + R_OPS as u64))
+                .collect();
+            mark = Some((ops, Instant::now()));
+        }
+        let next = if mark.is_none() && !warmup.is_zero() {
+            warmup.min(dur)
+        } else {
+            dur
+        };
+        std::thread::sleep(step.min(next.saturating_sub(t0.elapsed())));
     }
     // 3. stop and wait for the vCPUs to leave their loops
+    let warm = mark.map(|(ops, at)| WarmMark {
+        ops,
+        wall_s: at.elapsed().as_secs_f64(),
+    });
     ctx.mem.set(GLOBAL + G_STOP as u64, 1);
     ctx.stopping.store(true, SeqCst);
     ctx.ple.expire(true);
@@ -992,7 +1025,7 @@ fn monitor<T>(ctx: &Ctx, handles: &[std::thread::JoinHandle<T>]) -> Result<()> {
         ctx.ple.expire(false);
         std::thread::sleep(Duration::from_millis(1));
     }
-    Ok(())
+    Ok(warm)
 }
 
 /// Interrupts every vCPU thread (KVM_RUN returns EINTR; blocked reads too) until all

@@ -20,6 +20,12 @@ impl VcpuRunner for HostThread {
         let (cs, ncs, window) = (p(P_CS), p(P_NCS), p(P_PLE));
         let stop = m.word(GLOBAL + G_STOP as u64);
         let stopped = || stop.load(Relaxed) != 0;
+        // After each op: publish the count (the monitor reads it at the warm-up's end, like
+        // the guest programs' `stop_or`), then the stop check.
+        let op_done = |ops: u64| {
+            m.set(slot + R_OPS as u64, ops);
+            stopped()
+        };
         let (mut ops, mut spins, mut ple) = (0u64, 0u64, 0u64);
         let mut sample_ptr = samples_addr(v);
         let samples_end = p(P_SAMPLES_END);
@@ -58,7 +64,7 @@ impl VcpuRunner for HostThread {
                 Program::Compute => loop {
                     delay_loop(ncs);
                     ops += 1;
-                    if stopped() {
+                    if op_done(ops) {
                         break;
                     }
                 },
@@ -77,7 +83,7 @@ impl VcpuRunner for HostThread {
                         delay_loop(cs);
                         ops += 1;
                         w.store(0, Release);
-                        if stopped() {
+                        if op_done(ops) {
                             break;
                         }
                     }
@@ -96,7 +102,7 @@ impl VcpuRunner for HostThread {
                         delay_loop(cs);
                         ops += 1;
                         owner.store(t + 1, Release);
-                        if stopped() {
+                        if op_done(ops) {
                             break;
                         }
                     }
@@ -123,7 +129,7 @@ impl VcpuRunner for HostThread {
                             }
                         }
                         ops += 1;
-                        if stopped() {
+                        if op_done(ops) {
                             break;
                         }
                     }
@@ -143,7 +149,7 @@ impl VcpuRunner for HostThread {
                         sample_ptr += 8;
                     }
                     ops += 1;
-                    if stopped() {
+                    if op_done(ops) {
                         break;
                     }
                 },
@@ -156,7 +162,7 @@ impl VcpuRunner for HostThread {
                         sample_ptr += 8;
                     }
                     ops += 1;
-                    if stopped() {
+                    if op_done(ops) {
                         break;
                     }
                 },
@@ -174,7 +180,7 @@ impl VcpuRunner for HostThread {
                                 sample_ptr += 8;
                             }
                         }
-                        if stopped() {
+                        if op_done(ops) {
                             break;
                         }
                     }
@@ -190,7 +196,7 @@ impl VcpuRunner for HostThread {
                         }
                         w.fetch_add(1, Release);
                         ops += 1;
-                        if stopped() {
+                        if op_done(ops) {
                             break;
                         }
                     }

@@ -200,8 +200,13 @@ def _kvm_gate(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
     else:
-        sys.stdout.write(f"real: measured {ref.MEASURED[:10]} ({ref.KERNEL})\n"
-                         f"sim: eevdf, tick {ref.TICK}, host profile {args.profile or ref.PROFILE}\n")
+        shown = {r["case"] for r in rows}
+        for set_rows, set_profile, tick, kernel, measured in ref.SETS:
+            if not any(row[0] in shown for row in set_rows):
+                continue
+            which = "" if set_rows is ref.ROWS else " (-steady cases)"
+            sys.stdout.write(f"real{which}: measured {measured[:10]} ({kernel})\n"
+                             f"sim{which}: eevdf, tick {tick}, host profile {args.profile or set_profile}\n")
         body = [[r["case"] + (" *" if r["held_out"] else ""), r["metric"], num(r["real"], 4), num(r["sim"], 4),
                  num(r["sim_spread"], 2), num(r["ratio"], 3), f"{r['band'][0]:g}-{r['band'][1]:g}",
                  "yes" if r["in_band"] else "NO"] for r in rows]
