@@ -83,11 +83,12 @@ PLE_SIM: dict[str, tuple[dict[str, Any], dict[str, bool], Optional[str], str]] =
     "none": ({"ple": False}, {}, None,
              "ple = false: the sim cannot exit without trying a directed yield, so it spins without exits "
              "(no exit cost: a lower bound)"),
-    # sched_yield on the spinner: its deadline one slice later, nobody chosen. The upstream
-    # handler under the 6.6-6.13 buddy rule (next buddy ignored) reduces to exactly that.
+    # sched_yield on the spinner, nobody chosen. The upstream handler under the 6.6-6.13
+    # buddy rule (next buddy ignored) reduces to exactly that. What the yield does is the
+    # host kernel's (`_eevdf_sched`: the forfeit of 6.18.2+, or the deadline a slice later).
     "yield": ({}, {}, "6.6",
               "upstream kvm_vcpu_on_spin with the 6.6 buddy rule: the buddy is ignored, so the directed "
-              "yield reduces to the spinner's yield, as sched_yield"),
+              "yield reduces to the spinner's yield, as sched_yield (the host kernel's yield rule)"),
     # Candidate to nice -20 / SCHED_FIFO 1, then the spinner yields: the candidate runs
     # regardless of per-vCPU fairness = fix (b). The sim forces the pick on the spinner's
     # run queue; elsewhere the running kernel's (6.14+) rule honours an eligible buddy.
@@ -462,6 +463,20 @@ def select(names: list[str]) -> list[dict[str, Any]]:
     return out
 
 
+def kernel_forfeits_on_yield(release: str) -> bool:
+    """Whether a Linux kernel of this release (``uname -r``) makes an eligible yielder
+    forfeit the rest of its request (vruntime to its deadline; "sched/fair: Forfeit
+    vruntime on yield", mainline 79104becf42b, v6.19). The 6.18 stable kernels have it
+    from 6.18.2: a crash report on the stable list (2025-12-31, "Please add 127b90315ca0
+    ... to 6.12.y / 6.18.y") names it as new in 6.18.2. It was queued for 6.12.y in
+    December 2025 as well, from a release not pinned here, so 6.12.y counts as without."""
+    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", release)
+    if not m:
+        return False
+    version, patch = (int(m.group(1)), int(m.group(2))), int(m.group(3) or 0)
+    return version >= (6, 19) or (version == (6, 18) and patch >= 2)
+
+
 def kernel_delays_dequeue(release: str) -> bool:
     """Whether a Linux kernel of this release (``uname -r``) runs EEVDF with DELAY_DEQUEUE:
     the feature came with 6.12 (152e11f6df29) and is on by default in every later
@@ -473,7 +488,7 @@ def kernel_delays_dequeue(release: str) -> bool:
 
 def _eevdf_sched(tick: str, profile: Optional[str], kernel: str) -> Optional[dict[str, Any]]:
     """The scheduler table a case's simulated side is built from (None if the simulator
-    does not list eevdf): `tick`, `delay_dequeue` as the host's `kernel` release has it,
+    does not list eevdf): `tick`, `delay_dequeue` and `yield_rule` as the host's `kernel` release has them,
     and for the builders `_params` (the keys eevdf takes) and `_profile` (the host
     profile), which `_run_sim` strips before the run."""
     from . import api
@@ -487,6 +502,9 @@ def _eevdf_sched(tick: str, profile: Optional[str], kernel: str) -> Optional[dic
         sched["tick"] = tick
     if "delay_dequeue" in params:
         sched["delay_dequeue"] = kernel_delays_dequeue(kernel)
+    # The yield (the user-space PLE cases' sched_yield) as the host kernel's release has it.
+    if "yield_rule" in params and kernel_forfeits_on_yield(kernel):
+        sched["yield_rule"] = "forfeit"
     # Upstream weighs a wakee by its load average (PELT) in wake_affine_weight; the
     # model's default (its full weight) keeps the harness's waker thread off the pCPU of
     # the vCPU that wakes it (fair/pelt.rs).

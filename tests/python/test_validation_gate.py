@@ -100,6 +100,25 @@ def test_the_simulated_host_delays_dequeues_as_the_reference_kernel_does():
     assert "delay_dequeue_delayed" not in off, off
 
 
+def test_the_simulated_host_yields_as_the_reference_kernels_do():
+    """Both reference kernels are 6.18.44: their yield forfeits an eligible yielder's
+    vruntime (79104becf42b, in the 6.18 stable kernels from 6.18.2), so the gate's host
+    model does; 6.18.1 and 6.12 do not, 6.19 does. Only the user-space PLE cases yield, and
+    with the forfeit their spinners' yields show up as forfeits."""
+    assert kc.kernel_forfeits_on_yield(ref.KERNEL) and kc.kernel_forfeits_on_yield(ref.STEADY_KERNEL)
+    assert kc.kernel_forfeits_on_yield("6.19.0-rc1") and kc.kernel_forfeits_on_yield("7.0.3")
+    assert not kc.kernel_forfeits_on_yield("6.18.1-arch1")
+    assert not kc.kernel_forfeits_on_yield("6.12.40") and not kc.kernel_forfeits_on_yield("4.15.0-213-generic")
+    sched = kc._eevdf_sched(ref.TICK, ref.PROFILE, ref.KERNEL)
+    assert sched["yield_rule"] == "forfeit"
+    assert "yield_rule" not in kc._eevdf_sched(ref.TICK, ref.PROFILE, "6.18.1")
+    case = kc.select(["ple-yield-steady"])[0]
+    counters = kc._run_sim(case, sched, 1)["scheduler_counters"]
+    assert counters["yield_forfeit"] > 0, counters
+    old = kc._run_sim(case, {k: v for k, v in sched.items() if k != "yield_rule"}, 1)["scheduler_counters"]
+    assert "yield_forfeit" not in old, old
+
+
 def test_the_wake_cases_simulate_the_harness_waker():
     """The harness's waker is a thread of the host: a vCPU's halt wakes it (its request for
     the next wake-up) and so does its own timer, when it writes the vCPU's eventfd; the

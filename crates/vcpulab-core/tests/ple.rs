@@ -380,6 +380,39 @@ fn yield_6_19_and_the_last_boosted_bug_change_the_run_and_keep_the_invariants() 
     summary("6.19", "2024-bug");
 }
 
+/// `yield_rule` sets the yield apart from the buddy: 6.14's buddy with the forfeit is the
+/// 6.19 rule's run (the two rules' buddies are the same), 6.19 with 6.6's yield is 6.14's,
+/// and "buddy_rule" is the default.
+#[test]
+fn yield_rule_sets_the_yield_apart_from_the_buddy() {
+    let summary = |b: &str, y: Option<&str>| {
+        let mut text = current_host(b, "fixed");
+        if let Some(y) = y {
+            text = text.replace(
+                &format!("buddy_rule = \"{b}\"\n"),
+                &format!("buddy_rule = \"{b}\"\nyield_rule = \"{y}\"\n"),
+            );
+            assert!(text.contains("yield_rule"));
+        }
+        let sc = Scenario::from_toml_str(&text, "current.toml").unwrap_or_else(|e| panic!("{e}"));
+        run(&sc, None, &checked()).unwrap_or_else(|e| panic!("{b} {y:?}: {e}"))
+    };
+    let key = |s: &vcpulab_core::Summary| (s.events, s.vms[1].ple.as_ref().unwrap().exits);
+    let forfeit = summary("6.19", None);
+    let base = summary("6.14", None);
+    assert_ne!(key(&forfeit), key(&base));
+    assert_eq!(key(&summary("6.14", Some("forfeit"))), key(&forfeit));
+    assert_eq!(key(&summary("6.19", Some("deadline"))), key(&base));
+    assert_eq!(key(&summary("6.19", Some("buddy_rule"))), key(&forfeit));
+    let no_buddy = summary("6.6", None);
+    let no_buddy_forfeit = summary("6.6", Some("forfeit"));
+    assert_ne!(key(&no_buddy), key(&no_buddy_forfeit));
+    assert!(no_buddy_forfeit
+        .scheduler_counters
+        .iter()
+        .any(|(n, c)| n == "yield_forfeit" && *c > 0));
+}
+
 /// Bad values of the new keys name the file, the key and what is allowed.
 #[test]
 fn bad_buddy_and_last_boosted_rules_name_file_key_and_allowed_values() {

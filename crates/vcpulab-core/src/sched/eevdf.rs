@@ -34,6 +34,12 @@
 //!   - `buddy_rule` selects "6.14" (default: 6.14's buddy, 6.6's yield), "6.6" (no buddy,
 //!     6.6's yield) or "6.19" (6.14's buddy, 6.19's forfeit). The key keeps its name
 //!     although the rule now covers the yield too.
+//!   - `yield_rule` sets the yield apart from the buddy: "buddy_rule" (default: as above),
+//!     "deadline" (6.6's) or "forfeit" (6.19's). The forfeit reached the stable kernels
+//!     too: 6.18.2 has it (a crash report on the stable list, 2025-12-31, names the commit
+//!     as new in 6.18.2), and it was queued for 6.12.y in December 2025. So a 6.18.2+ host
+//!     has 6.14's buddy rule with 6.19's yield, a pair `buddy_rule` alone cannot name;
+//!     `vcpulab kvm compare` sets it from the host kernel's release.
 //! - `yield_to` as in core.c (see `cfs`).
 //! - Wake-up placement, load balancing and group scheduling as in `cfs`, but a busy pCPU
 //!   balances twice as often (`busy_factor` 16, as 6.x's `sd_init`), and `wake_affine`
@@ -47,7 +53,8 @@
 //! `busy_factor` 16 (6.x's `sd_init`; 32 before 2026-11-27, 4.15's value), `wake_affine`
 //! true (see `fair.rs`), `wakee_load` "weight" (the wakee's full weight in
 //! `wake_affine_weight`; "pelt", upstream, its load average: `fair/pelt.rs`, which says
-//! why the default stays), `yield_series` "off". The default stays "6.14": it is
+//! why the default stays), `yield_series` "off", `yield_rule` "buddy_rule". The default
+//! `buddy_rule` stays "6.14": it is
 //! what vcpulab modelled before 6.19 existed, and the reproductions were written against
 //! it.
 //!
@@ -72,7 +79,7 @@
 //!   refused with `buddy_rule = "6.6"`.
 //!
 //! ## Counters
-//! Under `buddy_rule = "6.19"` only (so the other rules' summaries keep their counters):
+//! With the forfeit on (`buddy_rule = "6.19"` or `yield_rule = "forfeit"`) only (so the other rules' summaries keep their counters):
 //! `yield_forfeit` (an eligible yielder forfeited its vruntime) and
 //! `yield_ineligible_unchanged` (an ineligible yielder was left as it was). With
 //! `yield_series` on, that version's counters (`eevdf/series.rs`) follow.
@@ -161,6 +168,12 @@ pub const PARAMS: &[ParamInfo] = &[
         help: "6.14: next buddy honoured if eligible (PICK_BUDDY); 6.6: ignored (NEXT_BUDDY off); 6.19: as 6.14, and an eligible yielder forfeits its vruntime (79104becf42b)",
     },
     ParamInfo {
+        name: "yield_rule",
+        kind: ParamKind::Choice(&["buddy_rule", "deadline", "forfeit"]),
+        default: "buddy_rule",
+        help: "the yield apart from the buddy: buddy_rule (default): forfeit under buddy_rule 6.19, deadline otherwise; deadline: the yielder's deadline one slice later (mainline 6.6-6.18); forfeit: an eligible yielder forfeits its vruntime (79104becf42b; also in the 6.18 stable kernels from 6.18.2)",
+    },
+    ParamInfo {
         name: "delay_dequeue",
         kind: ParamKind::Bool,
         default: "true",
@@ -180,7 +193,11 @@ pub fn new(p: &Params) -> Fair<Eevdf> {
         Eevdf {
             base_slice: p.duration("base_slice"),
             pick_buddy: matches!(p.choice("buddy_rule").as_str(), "6.14" | "6.19"),
-            forfeit_on_yield: p.choice("buddy_rule") == "6.19",
+            forfeit_on_yield: match p.choice("yield_rule").as_str() {
+                "forfeit" => true,
+                "deadline" => false,
+                _ => p.choice("buddy_rule") == "6.19",
+            },
             yields: YieldCounts::default(),
             period_floor: SimDuration::from_ms(6),
             series: series::YieldSeries {
@@ -219,10 +236,11 @@ pub struct Eevdf {
     /// The 6.14+ rule (PICK_BUDDY): the next buddy is honoured if eligible. Without it
     /// (6.6-6.13) the buddy needs NEXT_BUDDY, which is off.
     pub(super) pick_buddy: bool,
-    /// The 6.19 yield (79104becf42b): an eligible yielder's vruntime jumps to its deadline.
-    /// Without it (6.6-6.18) the yielder's deadline moves one slice later.
+    /// The 6.19 yield (79104becf42b; stable 6.18.2+): an eligible yielder's vruntime jumps
+    /// to its deadline. Without it (mainline 6.6-6.18) the yielder's deadline moves one
+    /// slice later.
     pub(super) forfeit_on_yield: bool,
-    /// The 6.19 yield's two branches (reported only under that rule).
+    /// The 6.19 yield's two branches (reported only when it is on).
     pub(super) yields: YieldCounts,
     /// The least turn the starvation bound assumes: CFS's default period (6 ms, scaled
     /// like the base slice), which the bound kept when both policies shared CFS's
