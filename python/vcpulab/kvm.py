@@ -262,6 +262,9 @@ def to_config(sc: Mapping[str, Any], origin: str = "<dict>", duration: Optional[
         # As in the simulator: the op counts of the first `warmup` of the run are left out.
         warm_ns = ctx.dur(sc["warmup"], "warmup")
         if warm_ns >= dur_ns:
+            if duration is not None:
+                raise _Ctx("--duration").err("", f"({duration}) must be longer than the scenario's warmup "
+                                                 f"({sc['warmup']}), which it includes")
             raise ctx.err("warmup", f"({sc['warmup']}) must be shorter than the duration ({dur_ns / 1e9:g} s)")
         if warm_ns > 0:
             cfg["warmup_ns"] = warm_ns
@@ -505,7 +508,10 @@ def summarize(runs: list[dict[str, Any]], cfg: Mapping[str, Any], meta: Mapping[
         "fairness": {"jain_vcpu_cpu_time": _jain([v["cpu_time_s"] for v in vcpus if v["program"] != "idle"])},
         "ple": r["ple"],
         "restored": [x for run in runs for x in run.get("restored", [])],
-        "warnings": [x for run in runs for x in run.get("warnings", [])],
+        "warnings": [x for run in runs for x in run.get("warnings", [])]
+        + ([f"{sum(1 for run in runs if run.get('warm_wall_s') is None)} of {len(runs)} repetitions ended "
+            "before the warm-up did: their figures cover the whole run"]
+           if cfg.get("warmup_ns") and any(run.get("warm_wall_s") is None for run in runs) else []),
     }
 
 
@@ -538,7 +544,8 @@ def summary_text(s: Mapping[str, Any]) -> str:
     from ._format import num, pairs, table, wrap
 
     m = s["metric"]
-    lines = [wrap(f"{s['scenario']}: {s['scheduler']}, harness {s['harness']}, {s['duration_s']:g} s x {s['repetitions']}")]
+    warm = f" (counted after a {s['warmup_s']:g} s warm-up)" if s.get("warmup_s") else ""
+    lines = [wrap(f"{s['scenario']}: {s['scheduler']}, harness {s['harness']}, {s['duration_s']:g} s x {s['repetitions']}{warm}")]
     if s.get("notice"):
         lines.append(wrap(s["notice"], "notice: "))
     lines.append(wrap(f"{m['name']} ({m['unit']}): median {num(m['median'], 4)}, min {num(m['min'], 4)}, "

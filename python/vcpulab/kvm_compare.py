@@ -36,7 +36,8 @@ HELD_OUT_HOLD = "300ns"  # the held-out lock cases' longer critical section
 # (docs/models.md, "The ticket collapse against real KVM").
 SIM_RUN = "1s"
 # The steady-state cases (`<case>-steady`): the cases whose whole-run figure is mostly a
-# start-up burst (see `cases`), run this long in all and counted after this warm-up. The
+# start-up burst (see `cases`), run this long in all and counted after this warm-up (on
+# the real side `vcpulab kvm compare --duration`, 1 s by default, plus the warm-up). The
 # warm-up spans fifty 4 ms ticks, past the burst, which ends within a few ticks in the
 # traces of 2026-12-05 (docs/validation.md).
 STEADY_CASES = ("ticket-N4", "ple-none", "ple-yield", "ple-boost", "ple-boost-fifo", "ple-migrate")
@@ -562,6 +563,11 @@ def sim_scheduler(profile: Optional[str] = None) -> tuple[Optional[dict[str, Any
 
 def run_case(case: dict[str, Any], sched: Optional[dict[str, Any]], sim_note: str, duration: str, repetitions: int,
              mode: Optional[str] = None, progress: Optional[Callable[[str], None]] = None) -> list[dict[str, Any]]:
+    if "warmup" in case["real"]:
+        # `duration` is the measured time; a case's warm-up comes on top of it, as on its
+        # simulated side (STEADY_RUN = 1 s + STEADY_WARMUP).
+        ns = K._Ctx("--duration").dur(duration, "")
+        duration = f"{ns + K._Ctx(case['id']).dur(case['real']['warmup'], 'warmup')}ns"
     cfg, meta = K.to_config(case["real"], f"<case {case['id']}>", duration=duration, mode=mode)
     per_rep: list[dict[str, Any]] = []
     harness = None

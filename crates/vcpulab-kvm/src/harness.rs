@@ -1002,12 +1002,13 @@ fn monitor<T>(ctx: &Ctx, handles: &[std::thread::JoinHandle<T>]) -> Result<Optio
         };
         std::thread::sleep(step.min(next.saturating_sub(t0.elapsed())));
     }
-    // 3. stop and wait for the vCPUs to leave their loops
+    // 3. stop and wait for the vCPUs to leave their loops (the warm interval ends with the
+    // stop flag: ops still finish until each vCPU sees it)
+    ctx.mem.set(GLOBAL + G_STOP as u64, 1);
     let warm = mark.map(|(ops, at)| WarmMark {
         ops,
         wall_s: at.elapsed().as_secs_f64(),
     });
-    ctx.mem.set(GLOBAL + G_STOP as u64, 1);
     ctx.stopping.store(true, SeqCst);
     ctx.ple.expire(true);
     release_halted(ctx);

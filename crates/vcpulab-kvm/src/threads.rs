@@ -22,8 +22,9 @@ impl VcpuRunner for HostThread {
         let stopped = || stop.load(Relaxed) != 0;
         // After each op: publish the count (the monitor reads it at the warm-up's end, like
         // the guest programs' `stop_or`), then the stop check.
+        let published = m.word(slot + R_OPS as u64);
         let op_done = |ops: u64| {
-            m.set(slot + R_OPS as u64, ops);
+            published.store(ops, Relaxed); // a plain store, as the guest's `mov`
             stopped()
         };
         let (mut ops, mut spins, mut ple) = (0u64, 0u64, 0u64);

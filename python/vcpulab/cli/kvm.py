@@ -45,7 +45,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                       epilog=KVM_EPILOG)
     c.add_argument("cases", nargs="*", metavar="CASE", help="case ids or prefixes (default: all; see --list)")
     c.add_argument("--json", action="store_true", help="print rows as JSON on stdout")
-    c.add_argument("--duration", default="1s", metavar="D", help="real run length (default 1s)")
+    c.add_argument("--duration", default="1s", metavar="D", help="real run length (default 1s); the -steady cases run this plus their warm-up")
     c.add_argument("--repetitions", type=int, default=3, metavar="N", help="real repetitions per case (default 3)")
     c.add_argument("--mode", choices=["auto", "kvm", "threads"], help="harness mode")
     c.add_argument("--list", action="store_true", help="list the cases; run nothing")

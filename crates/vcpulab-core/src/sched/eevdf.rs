@@ -351,9 +351,10 @@ impl FairPolicy for Eevdf {
         f.pick_eevdf(rq, Some(se)) == Some(pse)
     }
 
-    /// 6.6-6.18: the yielder's deadline moves one slice later. 6.19 (79104becf42b): an
-    /// eligible yielder forfeits the rest of its request (vruntime to its deadline, a new
-    /// deadline one slice on); an ineligible one is left alone. No skip buddy in either.
+    /// Mainline 6.6-6.18: the yielder's deadline moves one slice later. 6.19 and stable
+    /// 6.18.2+ (79104becf42b): an eligible yielder forfeits the rest of its request
+    /// (vruntime to its deadline, a new deadline one slice on); an ineligible one is left
+    /// alone. No skip buddy in either.
     #[inline]
     fn yield_task(f: &mut Fair<Self>, me: TaskId, cpu: u32) {
         let slice = f.policy.base_slice;
