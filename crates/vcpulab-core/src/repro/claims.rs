@@ -612,6 +612,44 @@ mod tests {
         s
     }
 
+    /// A case run on fewer seeds than its normalisation reference (adaptive seeding ran
+    /// the reference further): its figure pairs the seeds the two share, so it lies in its
+    /// own interval. Divided by the reference's mean over all its seeds it would be 0.92,
+    /// outside [1.4, 1.6].
+    #[test]
+    fn a_normalised_row_is_its_figure_over_the_seeds_it_shares_with_its_reference() {
+        let e = exp(true);
+        let row = |case: &str, values: Vec<Option<f64>>| {
+            let all: Vec<usize> = (0..values.len()).collect();
+            crate::repro::Row {
+                experiment: e.id.clone(),
+                case: case.into(),
+                metric: "m".into(),
+                unit: "x".into(),
+                paper: None,
+                sim: crate::repro::stats::mean_at(&values, &all),
+                ratio: None,
+                seeds: values.len() as u64,
+                ci_low: None,
+                ci_high: None,
+                regimes: None,
+                values,
+            }
+        };
+        let base: Vec<Option<f64>> = [99.0, 100.0, 101.0, 200.0, 200.0, 200.0, 200.0, 200.0]
+            .map(Some)
+            .to_vec();
+        let fix = [148.0, 150.0, 152.0].map(Some).to_vec();
+        let rows = crate::repro::finish_rows(&e, &[row("base", base), row("fix", fix)]);
+        let fix = rows.iter().find(|r| r.case == "fix").unwrap();
+        assert!((fix.sim.unwrap() - 1.5).abs() < 1e-12, "{:?}", fix.sim);
+        assert_eq!(fix.seeds, 3);
+        assert!(
+            fix.ci_low.unwrap() <= 1.5 && 1.5 <= fix.ci_high.unwrap(),
+            "{fix:?}"
+        );
+    }
+
     fn claim(evaluation: Evaluation) -> Claim {
         Claim {
             id: "c".into(),

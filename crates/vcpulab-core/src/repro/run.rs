@@ -306,6 +306,12 @@ fn prefix(s: &Samples, n: usize) -> Samples {
 /// Normalises raw rows (metrics with `normalize` are divided by the reference case's
 /// raw figure), computes sim / paper, and, where the raw rows carry their seeds' values,
 /// each row's interval and regimes.
+///
+/// A normalised row with its seeds' values is the figure over the seeds it shares with its
+/// reference, as its interval and the claims pair them: adaptive seeding may run the
+/// reference further than the case (8 seeds against 3), and a case's mean over its seeds
+/// divided by the reference's over more seeds could fall outside its own interval (it did
+/// in 2 of 502 rows until 2026-12-05). `seeds` is then the number of shared seeds.
 pub fn finish_rows(exp: &Experiment, raw: &[Row]) -> Vec<Row> {
     let raw_value = |case: &str, metric: &str| {
         raw.iter()
@@ -316,26 +322,34 @@ pub fn finish_rows(exp: &Experiment, raw: &[Row]) -> Vec<Row> {
     raw.iter()
         .map(|r| {
             let mut row = r.clone();
+            // The seeds this row's figure pairs with its reference's (all of its own when
+            // it is not normalised), and the samples cut to them.
+            let shared = (!r.values.is_empty()).then(|| {
+                let n = figure_cases(exp, &r.case, &r.metric)
+                    .iter()
+                    .filter_map(|c| all.series(c, &r.metric).map(<[_]>::len))
+                    .min()
+                    .unwrap_or(0);
+                (n, prefix(&all, n))
+            });
             if let Some(reference) = super::reference_case(exp, &r.case, &r.metric) {
-                let base = raw_value(&reference, &r.metric);
-                row.sim = match (r.sim, base) {
-                    (Some(s), Some(b)) if b != 0.0 => Some(s / b),
-                    _ => None,
+                row.sim = match &shared {
+                    Some((n, s)) => {
+                        row.seeds = *n as u64;
+                        s.figure(exp, &r.case, &r.metric, &(0..*n).collect::<Vec<_>>())
+                    }
+                    None => match (r.sim, raw_value(&reference, &r.metric)) {
+                        (Some(s), Some(b)) if b != 0.0 => Some(s / b),
+                        _ => None,
+                    },
                 };
             }
             row.ratio = match (row.sim, row.paper) {
                 (Some(s), Some(p)) if p != 0.0 => Some(s / p),
                 _ => None,
             };
-            if !r.values.is_empty() {
-                // The interval of the figure as reported: over the seeds this row and its
-                // reference share (a normalised figure pairs them seed by seed).
-                let n = figure_cases(exp, &r.case, &r.metric)
-                    .iter()
-                    .filter_map(|c| all.series(c, &r.metric).map(<[_]>::len))
-                    .min()
-                    .unwrap_or(0);
-                let s = prefix(&all, n);
+            if let Some((n, s)) = shared {
+                // The interval of the figure as reported, over the same seeds.
                 let res = Resamples::new(n, &format!("{}/{}/{}", exp.id, r.case, r.metric));
                 if let Some(e) = res.estimate(|idx| s.figure(exp, &r.case, &r.metric, idx)) {
                     row.ci_low = Some(e.ci_low);
