@@ -433,7 +433,8 @@ def cases() -> list[dict[str, Any]]:
         add(f"{base['id']}-steady", {**base["real"], "name": f"{base['id']}-steady", "duration": STEADY_RUN,
                                      "warmup": STEADY_WARMUP},
             steady_sim, base["rows"], held_out=True,
-            note=f"{base['id']} counted after a {STEADY_WARMUP} warm-up (both sides), {STEADY_RUN} in all")
+            note=f"{base['id']} counted after a {STEADY_WARMUP} warm-up on both sides (real: --duration "
+                 f"plus the warm-up; sim: {STEADY_RUN} in all)")
     return out
 
 
@@ -566,19 +567,26 @@ def run_case(case: dict[str, Any], sched: Optional[dict[str, Any]], sim_note: st
     if "warmup" in case["real"]:
         # `duration` is the measured time; a case's warm-up comes on top of it, as on its
         # simulated side (STEADY_RUN = 1 s + STEADY_WARMUP).
-        ns = K._Ctx("--duration").dur(duration, "")
+        flag = K._Ctx("--duration")
+        ns = flag.dur(duration, "")
+        if ns <= 0:
+            raise flag.err("", "must be > 0")
         duration = f"{ns + K._Ctx(case['id']).dur(case['real']['warmup'], 'warmup')}ns"
     cfg, meta = K.to_config(case["real"], f"<case {case['id']}>", duration=duration, mode=mode)
     per_rep: list[dict[str, Any]] = []
     harness = None
+    unwarmed = 0
     for i in range(repetitions):
         if progress:
             progress(f"{case['id']}: real run {i + 1}/{repetitions}")
         r = K.run_config(cfg)
         harness = r["mode"]
+        unwarmed += bool(cfg.get("warmup_ns")) and r.get("warm_wall_s") is None
         per_rep.append(K.summarize([r], cfg, meta))
     sims: dict[str, tuple[Optional[float], list[Optional[float]]]] = {}
     note = case["note"]
+    if unwarmed:
+        note = f"{note}; {unwarmed} of {repetitions} real runs ended before the warm-up did: whole-run figures"
     if sched is not None and case["sim"] is not None:
         if progress:
             progress(f"{case['id']}: simulation, seeds {SIM_SEEDS[0]}-{SIM_SEEDS[-1]}")

@@ -228,6 +228,8 @@ def test_compare_runs_a_steady_case_for_its_duration_plus_its_warmup(monkeypatch
         with pytest.raises(Seen):
             kvm_compare.run_case(case, None, "", duration, 1)
     assert [(c["duration_ns"], c["warmup_ns"]) for c in seen] == [(1_200_000_000, 200_000_000), (400_000_000, 200_000_000)]
+    with pytest.raises(vcpulab.ScenarioError, match=r"^--duration: must be > 0"):
+        kvm_compare.run_case(case, None, "", "0s", 1)
     assert case["sim"]({"name": "eevdf"})["duration"] == "1.2s"
 
 

@@ -648,6 +648,16 @@ mod tests {
             fix.ci_low.unwrap() <= 1.5 && 1.5 <= fix.ci_high.unwrap(),
             "{fix:?}"
         );
+        // The other way round (the case ran further than its reference): the figure and
+        // its seed count are the three seeds the two share.
+        let base = [99.0, 100.0, 101.0].map(Some).to_vec();
+        let fix: Vec<Option<f64>> = [148.0, 150.0, 152.0, 300.0, 300.0, 300.0, 300.0, 300.0]
+            .map(Some)
+            .to_vec();
+        let rows = crate::repro::finish_rows(&e, &[row("base", base), row("fix", fix)]);
+        let fix = rows.iter().find(|r| r.case == "fix").unwrap();
+        assert!((fix.sim.unwrap() - 1.5).abs() < 1e-12, "{:?}", fix.sim);
+        assert_eq!(fix.seeds, 3);
     }
 
     fn claim(evaluation: Evaluation) -> Claim {

@@ -311,7 +311,8 @@ fn prefix(s: &Samples, n: usize) -> Samples {
 /// reference, as its interval and the claims pair them: adaptive seeding may run the
 /// reference further than the case (8 seeds against 3), and a case's mean over its seeds
 /// divided by the reference's over more seeds could fall outside its own interval (it did
-/// in 2 of 502 rows until 2026-12-05). `seeds` is then the number of shared seeds.
+/// in 2 of 1,123 rows until 2026-12-05). `seeds` is then the number of shared seeds, and
+/// the regimes are looked for among those seeds.
 pub fn finish_rows(exp: &Experiment, raw: &[Row]) -> Vec<Row> {
     let raw_value = |case: &str, metric: &str| {
         raw.iter()
@@ -334,11 +335,13 @@ pub fn finish_rows(exp: &Experiment, raw: &[Row]) -> Vec<Row> {
             });
             if let Some(reference) = super::reference_case(exp, &r.case, &r.metric) {
                 row.sim = match &shared {
-                    Some((n, s)) => {
+                    Some((n, s)) if *n > 0 => {
                         row.seeds = *n as u64;
                         s.figure(exp, &r.case, &r.metric, &(0..*n).collect::<Vec<_>>())
                     }
-                    None => match (r.sim, raw_value(&reference, &r.metric)) {
+                    // without seeds in common (a hand-built reference row without its
+                    // values), the two means as they are
+                    _ => match (r.sim, raw_value(&reference, &r.metric)) {
                         (Some(s), Some(b)) if b != 0.0 => Some(s / b),
                         _ => None,
                     },
@@ -355,14 +358,15 @@ pub fn finish_rows(exp: &Experiment, raw: &[Row]) -> Vec<Row> {
                     row.ci_low = Some(e.ci_low);
                     row.ci_high = Some(e.ci_high);
                 }
-                row.regimes = stats::regimes(&r.values).map(|g| RegimeSplit {
-                    text: g.describe(),
-                    low_seeds: g.low_seeds,
-                    low_mean: g.low_mean,
-                    high_seeds: g.high_seeds,
-                    high_mean: g.high_mean,
-                    d: g.d,
-                });
+                row.regimes =
+                    stats::regimes(&r.values[..n.min(r.values.len())]).map(|g| RegimeSplit {
+                        text: g.describe(),
+                        low_seeds: g.low_seeds,
+                        low_mean: g.low_mean,
+                        high_seeds: g.high_seeds,
+                        high_mean: g.high_mean,
+                        d: g.d,
+                    });
                 row.values.clear();
             }
             row
