@@ -421,9 +421,10 @@ def cases() -> list[dict[str, Any]]:
     # Held out (since 2026-12-05, session 29): the ticket cases past the pCPUs again, counted
     # after a warm-up on both sides. Their whole-run figure is mostly the start: after the
     # start barrier the two vCPUs that run pass the lock between them (~85 ns an op) while
-    # the other two wait outside the queue, until a tick preempts one of the pair while it
-    # holds a ticket; that burst (0 to ~47,000 ops, most often one 4 ms tick) decides the
-    # 1 s figure, which is why those rows fall in two groups. After it the lock hands over
+    # the other two, still in the barrier's loop, hold no ticket, until a switch preempts
+    # one of the pair while it holds a ticket; that burst (up to ~44,000 ops and one 4 ms
+    # tick in the twelve traces of 2026-12-05) decides the 1 s figure, which is why those
+    # rows fall in two groups. After it the lock hands over
     # about once per host scheduling decision. The warm-up leaves the burst out (real: the
     # harness reads the op counts at its end; sim: the scenario's `warmup`).
     for base in [c for c in out if c["id"] in STEADY_CASES]:
