@@ -43,7 +43,8 @@ def main(path: str) -> None:
             held[busy_on(v0_cpu)] += t - last_t
         last_t = t
         if event == "sched_migrate_task":
-            who, dest = MIGRATE.search(rest).group(1), int(MIGRATE.search(rest).group(4))
+            m = MIGRATE.search(rest)
+            who, dest = m.group(1), int(m.group(4))
             if BUSY.match(who):
                 where[who] = dest
             elif who == "vcpu0":

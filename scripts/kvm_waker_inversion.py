@@ -26,11 +26,12 @@ runs of 2026-11-27 and -28 this was used on.
 
 from __future__ import annotations
 
-import math
 import re
 import statistics
 import subprocess
 import sys
+
+from vcpulab.kvm_calibrate import _lognormal
 
 EVENT = re.compile(r"\s*(\S+)\s+\[(\d+)\]\s+([\d.]+):\s+sched:(\w+):\s+(.*)")
 
@@ -83,11 +84,11 @@ def main() -> int:
               f"mean {statistics.mean(pooled):.1f} us")
     if pooled:
         # As a host profile's `[harness] send_hold` (docs/scenarios.md, "Host profiles"): the
-        # log-normal of the pooled median whose mean is the pooled mean, as the profile's
-        # other latencies are written.
-        med, mean = statistics.median(pooled), statistics.mean(pooled)
-        sigma = math.sqrt(2 * math.log(mean / med)) if med > 0 and mean > med else 0.0
-        print(f'send_hold = {{ dist = "lognormal", median = "{med:.3g}us", sigma = {sigma:.3g} }}')
+        # log-normal of the pooled median whose mean is the pooled mean, fitted as
+        # `vcpulab kvm calibrate` fits the profile's other latencies.
+        fit = _lognormal(statistics.median(pooled) * 1e3, statistics.mean(pooled) * 1e3)
+        if fit:
+            print(f"send_hold = {fit}")
     return 0
 
 

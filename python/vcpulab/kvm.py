@@ -408,6 +408,12 @@ _UNIT = {"compute": "ops/s", "tas": "acquisitions/s", "ticket": "acquisitions/s"
          "wake": "wake-ups/s", "irq-wake": "wake-ups/s", "timer": "timer expiries/s", "idle": "ops/s"}
 
 
+def missed_warmup(cfg: Mapping[str, Any], res: Mapping[str, Any]) -> bool:
+    """Whether a run with a warm-up ended before it did (a vCPU finished early): its
+    figures then cover the whole run."""
+    return bool(cfg.get("warmup_ns")) and res.get("warm_wall_s") is None
+
+
 def _measured_ops(res: dict[str, Any], v: dict[str, Any]) -> int:
     """A vCPU's ops in the measured interval: after the warm-up, if the run had one."""
     warm = v.get("warm_ops") if res.get("warm_wall_s") is not None else None
@@ -470,10 +476,10 @@ def summarize(runs: list[dict[str, Any]], cfg: Mapping[str, Any], meta: Mapping[
                           "latency_ms": ws["latency_ms"], **{k: ws[k] for k in ("ns_per_op", "ns_per_round", "fairness_jain") if k in ws}})
     vcpus = []
     for v in r["vcpus"]:
+        ops, wall = _measured_ops(r, v), _measured_wall(r, v)
         vcpus.append({
             "index": v["index"], "program": v["program"], "cpu_time_s": v["cpu_time_s"], "wait_time_s": v["wait_time_s"],
-            "steal_time_s": v["steal_time_s"], "ops": _measured_ops(r, v),
-            "throughput": _measured_ops(r, v) / _measured_wall(r, v) if _measured_wall(r, v) else 0.0,
+            "steal_time_s": v["steal_time_s"], "ops": ops, "throughput": ops / wall if wall else 0.0,
             "spins": v["spins"], "ple_exits": v["ple_exits"], "dispatches": v["timeslices"],
             "voluntary_switches": v["voluntary_switches"], "involuntary_switches": v["involuntary_switches"],
             "policy": cfg["vcpus"][v["index"]].get("policy", {}), "kvm_stats": v["kvm_stats"],
@@ -492,6 +498,7 @@ def summarize(runs: list[dict[str, Any]], cfg: Mapping[str, Any], meta: Mapping[
     }
     name, unit, _ = per_run[0] if per_run else ("none", "", None)
     spread = (max(values) - min(values)) / med if values and med else None
+    unwarmed = sum(missed_warmup(cfg, run) for run in runs)
     return {
         "scenario": meta["name"],
         "scheduler": f"linux {platform.release()} (real host)",
@@ -509,9 +516,8 @@ def summarize(runs: list[dict[str, Any]], cfg: Mapping[str, Any], meta: Mapping[
         "ple": r["ple"],
         "restored": [x for run in runs for x in run.get("restored", [])],
         "warnings": [x for run in runs for x in run.get("warnings", [])]
-        + ([f"{sum(1 for run in runs if run.get('warm_wall_s') is None)} of {len(runs)} repetitions ended "
-            "before the warm-up did: their figures cover the whole run"]
-           if cfg.get("warmup_ns") and any(run.get("warm_wall_s") is None for run in runs) else []),
+        + ([f"{unwarmed} of {len(runs)} repetitions ended before the warm-up did: their figures cover the whole run"]
+           if unwarmed else []),
     }
 
 

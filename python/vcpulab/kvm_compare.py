@@ -582,7 +582,7 @@ def run_case(case: dict[str, Any], sched: Optional[dict[str, Any]], sim_note: st
             progress(f"{case['id']}: real run {i + 1}/{repetitions}")
         r = K.run_config(cfg)
         harness = r["mode"]
-        unwarmed += bool(cfg.get("warmup_ns")) and r.get("warm_wall_s") is None
+        unwarmed += K.missed_warmup(cfg, r)
         per_rep.append(K.summarize([r], cfg, meta))
     sims: dict[str, tuple[Optional[float], list[Optional[float]]]] = {}
     note = case["note"]

@@ -47,7 +47,8 @@ TICK = "4ms"
 PROFILE = "pvm-xeon-2cpu"
 
 #   (case, metric, unit, real, spread, runs, (band low, band high) of sim/real, why)
-ROWS: list[tuple[str, str, str, float, float, list[float], tuple[float, float], str]] = [
+Row = tuple[str, str, str, float, float, list[float], tuple[float, float], str]
+ROWS: list[Row] = [
     ('compute-N1', 'throughput', 'ops/s', 91310.0, 0.772, [93850.0, 159000.0, 88600.0, 88530.0, 134800.0, 88770.0], (0.5, 2.0),
      'within 2x of real'),
     ('compute-N1', 'fairness_jain', '-', 1.0, 0.0, [1.0, 1.0, 1.0, 1.0, 1.0, 1.0], (0.5, 2.0),
@@ -155,7 +156,7 @@ ROWS: list[tuple[str, str, str, float, float, list[float], tuple[float, float], 
 STEADY_MEASURED = "2026-12-05 11:25-11:26 UTC"
 STEADY_KERNEL = "6.18.44-fc-v1252 (kvm_pvm), CONFIG_HZ=250"
 STEADY_PROFILE = "pvm-xeon-2cpu-v1252"
-STEADY_ROWS: list[tuple[str, str, str, float, float, list[float], tuple[float, float], str]] = [
+STEADY_ROWS: list[Row] = [
     ('ticket-N4-steady', 'ns_per_op', 'ns', 1889000.0, 0.178, [1812000.0, 1992000.0, 1828000.0, 2045000.0, 1708000.0, 1949000.0], (0.5, 2.0),
      'within 2x of real'),
     ('ple-none-steady', 'ns_per_op', 'ns', 1987000.0, 0.073, [1980000.0, 1946000.0, 2092000.0, 1993000.0, 1996000.0, 1972000.0], (0.5, 2.0),
@@ -172,12 +173,12 @@ STEADY_ROWS: list[tuple[str, str, str, float, float, list[float], tuple[float, f
 
 # Every committed reference: (its rows, the host profile of its simulated side, its
 # machine's tick, kernel, when it was measured).
-SETS: list[tuple[list[tuple[str, str, str, float, float, list[float], tuple[float, float], str]], str, str, str, str]] = [
+SETS: list[tuple[list[Row], str, str, str, str]] = [
     (ROWS, PROFILE, TICK, KERNEL, MEASURED),
     (STEADY_ROWS, STEADY_PROFILE, TICK, STEADY_KERNEL, STEADY_MEASURED),
 ]
 
 
-def all_rows() -> list[tuple[str, str, str, float, float, list[float], tuple[float, float], str]]:
+def all_rows() -> list[Row]:
     """The rows of every reference, in order."""
     return [row for rows, *_ in SETS for row in rows]
