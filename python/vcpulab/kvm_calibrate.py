@@ -36,6 +36,14 @@ What is measured, each with its own guest program (none of them is a comparison 
   PAUSE (guest program ``ping-pong``, 2 vCPUs on the 2 CPUs): the lock word's trip from a
   releasing vCPU to a spinning one: ``[host.costs] cacheline_transfer``, which the
   simulator charges on a lock taken last on another core and twice on an IPI round trip.
+- ``spin``: one iteration of the lock programs' wait loop (PAUSE, the spin count, the stop
+  check and the count towards the window), from a vCPU that waits on a lock word nobody
+  writes and stamps the TSC every ``SPIN_WINDOW`` spins, where a lock program would take its
+  user-space PLE exit (guest program ``spin``, 1 vCPU): the median window over
+  ``SPIN_WINDOW``. How long the harness's PLE window lasts follows from it; written as
+  ``[harness] spin_ns``, which ``vcpulab kvm compare`` reads to size the simulated window.
+  PAUSE's latency differs between CPU generations by several times (24.7 ns on the machine of
+  the KVM notes, ~11.5 ns on the Xeon of 2026-12-05), so this is a property of the host.
 - ``slice``: the mean run length of 4 busy vCPU threads on the host's CPUs (schedstat run
   time over time slices): the tick and slice the host scheduler really gives. Recorded in
   ``[profile]`` (the tick of a scenario is its scheduler's own key).
@@ -78,12 +86,16 @@ from ._files import atomic_write_text
 
 WAKE_GAP_NS = 200_000  # 200 us after each halt (the comparison's wake cases use 1-3 ms)
 IRQ_GAP_NS = 1_000_000  # past KVM's 200 us halt polling: the interrupt wakes a blocked thread
+SPIN_WINDOW = 4096  # spins per sample: the user-space PLE window of `vcpulab kvm compare`
 GAP_THRESHOLD_NS = 1_000  # a TSC loop iteration is ~10-30 ns; 1 us is far above its jitter
 
 
 def _cfg(vcpus: list[dict[str, Any]], duration_ns: int, mode: str) -> dict[str, Any]:
-    return {"duration_ns": duration_ns, "mode": mode, "seed": 1, "timeout_ns": max(30 * 10**9, 3 * duration_ns + 10**10),
-            "vcpus": vcpus, "cgroups": []}
+    cfg = {"duration_ns": duration_ns, "mode": mode, "seed": 1, "timeout_ns": max(30 * 10**9, 3 * duration_ns + 10**10),
+           "vcpus": vcpus, "cgroups": []}
+    if any(v["program"] == "spin" for v in vcpus):
+        cfg["ple"] = {"window": SPIN_WINDOW}  # the spin program's sample period; it takes no exit
+    return cfg
 
 
 def _v(program: str, group: int = 0, **kw: Any) -> dict[str, Any]:
@@ -101,6 +113,11 @@ def _wake_p50_ns(res: dict[str, Any]) -> Optional[float]:
     return s[len(s) // 2] if s else None
 
 
+def _spin_ns(res: dict[str, Any]) -> Optional[float]:
+    s = sorted(x for v in res["vcpus"] for x in v["samples_ns"])
+    return s[len(s) // 2] / SPIN_WINDOW if s else None
+
+
 def _slice_ns(res: dict[str, Any]) -> Optional[float]:
     xs = [v["cpu_time_s"] / v["timeslices"] * 1e9 for v in res["vcpus"] if v["timeslices"]]
     return statistics.median(xs) if xs else None
@@ -116,6 +133,8 @@ MEASUREMENTS: list[tuple[str, str, list[dict[str, Any]], Callable[[dict[str, Any
      [_v("irq-wake", io={"dist": "fixed", "value_ns": IRQ_GAP_NS})], _wake_p50_ns),
     ("cacheline_handoff", "one cache-line handoff between two PAUSE-polling vCPUs (ping-pong, 2 vCPUs)",
      [_v("ping-pong"), _v("ping-pong")], _per_op_ns),
+    ("spin", f"one spin of the lock programs' wait loop (spin, 1 vCPU; median of {SPIN_WINDOW}-spin windows)",
+     [_v("spin")], _spin_ns),
     ("slice", "run length of 4 busy vCPU threads (compute, 4 vCPUs; schedstat)",
      [_v("compute", ncs_ns=10_000) for _ in range(4)], _slice_ns),
 ]
@@ -385,6 +404,9 @@ def profile_toml(cal: dict[str, Any], command: str, name: str) -> str:
             kv.append(f"{kvm_key} = {q(_dur(val(key)))}  # {key}")
     if kv:
         lines += ["[kvm]", *kv, ""]
+    spin = val("spin")
+    if spin is not None:
+        lines += ["[harness]", f"spin_ns = {spin:.3g}  # spin", ""]
     return "\n".join(lines)
 
 

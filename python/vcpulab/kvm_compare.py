@@ -57,7 +57,11 @@ POLL_GAP = {"dist": "uniform", "min": "20us", "max": "100us"}
 # project's machines (read 2026-11-27 on the 6.18.44-fc-v669 machine: 200000).
 HOST_HALT_POLL_NS = 200_000
 PLE_WINDOW = 4096  # spins (~100 us with PAUSE) before the user-space PLE exit
-PAUSE_NS = 24.7  # one PAUSE in the guest on these hosts (KVM notes: 1e8 PAUSEs, 24.7 ns each)
+# One spin of the guest's wait loop, where the host profile does not say (its `[harness]
+# spin_ns`, measured by `vcpulab kvm calibrate`): the KVM notes' PAUSE, 1e8 PAUSEs at 24.7 ns
+# each in the guest, on a machine of this project's kind they do not name. PAUSE's latency
+# depends on the CPU: the Xeon of 2026-12-05 (pvm-xeon-2cpu-v1252) spins in 11.5 ns.
+PAUSE_NS = 24.7
 SIM_BASE_GHZ = 1.0  # the simulated host's base clock (no turbo table: base_ghz defaults to 1.0)
 # The costs of exits, wake-ups and cache-line handoffs come from a host profile
 # (`vcpulab kvm calibrate`): `[kvm] ple_exit_cost` is the harness's user-space PLE exit (an
@@ -71,11 +75,12 @@ SIM_BASE_GHZ = 1.0  # the simulated host's base clock (no turbo table: base_ghz 
 # lock (`mode = "user"`) under `vendor = "amd"`, the model's only vendor whose pause filter
 # counts user-mode spins; a user-mode spinner's handler applies no kernel-mode filter to
 # candidates, like the harness (which skips only the spinner and finished vCPUs).
-# The window is fixed (the harness does not grow it): 4096 spins x 24.7 ns = ~101 us; each
-# exit costs the host profile's `ple_exit_cost` (the PVM world switch). The simulated
-# handler always tries a directed yield (`yield_to`: next buddy on the target, the
-# spinner's deadline one slice later); which
-# buddy rule and fixes make it closest to each harness policy:
+# The window is fixed (the harness does not grow it): 4096 spins of the profile's `[harness]
+# spin_ns` (~101 us at the default 24.7 ns, ~47 us on pvm-xeon-2cpu-v1252); each exit
+# costs the host profile's `ple_exit_cost` (the PVM world switch). The simulated handler
+# always tries a directed yield (`yield_to`: next buddy on the target, the spinner's
+# deadline one slice later); which buddy rule and fixes make it closest to each harness
+# policy:
 #   policy       -> ([kvm] overrides, [kvm.features], eevdf buddy_rule, why)
 PLE_SIM: dict[str, tuple[dict[str, Any], dict[str, bool], Optional[str], str]] = {
     # The harness exits and does nothing. The simulator has no "exit without handler":
@@ -234,6 +239,12 @@ def _profile_send_hold(profile: Optional[str]) -> Any:
     """The host profile's `[harness] send_hold`, measured on its machine with
     `scripts/kvm_waker_inversion.py`; `HARNESS_SEND_HOLD` (the EPYC machine's) without one."""
     return _profile_value(profile, "harness", "send_hold", HARNESS_SEND_HOLD)
+
+
+def profile_spin_ns(profile: Optional[str]) -> float:
+    """The host profile's `[harness] spin_ns`, else `PAUSE_NS`."""
+    v = _profile_value(profile, "harness", "spin_ns", None)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else PAUSE_NS
 
 
 def _profile_meta(text: str) -> dict[str, Any]:
@@ -412,7 +423,7 @@ def cases() -> list[dict[str, Any]]:
             if buddy is not None and "buddy_rule" in sched.get("_params", ()):
                 sched = {**sched, "buddy_rule": buddy}
             sc = _sim_sc(f"ple-{pol}", [{"name": "guest", "vcpus": 4, "workload": [_prog(sim_ops, 4)]}], SIM_RUN, sched)
-            sc["kvm"] = {**ple_sim_kvm(), **kvm_over, "features": feats}
+            sc["kvm"] = {**ple_sim_kvm(sched.get("_profile")), **kvm_over, "features": feats}
             return sc
 
         add(f"ple-{pol}", _kvm_sc(f"ple-{pol}", 4, [_prog(ops, 4)], kvm={"ple": {"window": PLE_WINDOW, "policy": pol}}), ple_sim,
@@ -439,10 +450,11 @@ def cases() -> list[dict[str, Any]]:
     return out
 
 
-def ple_sim_kvm() -> dict[str, Any]:
-    """The simulator's [kvm] table shared by the ple-* cases (see PLE_SIM); the exit's cost
-    comes from the host profile."""
-    return {"vendor": "amd", "ple": True, "ple_window": round(PLE_WINDOW * PAUSE_NS * SIM_BASE_GHZ),
+def ple_sim_kvm(profile: Optional[str] = None) -> dict[str, Any]:
+    """The simulator's [kvm] table shared by the ple-* cases (see PLE_SIM): the window is
+    `PLE_WINDOW` spins of the host profile's `[harness] spin_ns`; the exit's cost also comes
+    from the host profile."""
+    return {"vendor": "amd", "ple": True, "ple_window": round(PLE_WINDOW * profile_spin_ns(profile) * SIM_BASE_GHZ),
             "ple_window_grow": 1}
 
 

@@ -293,7 +293,8 @@ def test_ple_cases_map_onto_the_sim_ple_model():
         ple, feats, buddy = expect[c["id"][4:]]
         sc = c["sim"](sched)
         assert sc["kvm"]["vendor"] == "amd" and sc["kvm"]["ple"] is ple and sc["kvm"]["features"] == feats
-        assert sc["kvm"]["ple_window_grow"] == 1 and sc["kvm"]["ple_window"] == round(4096 * kvm_compare.PAUSE_NS)
+        assert sc["kvm"]["ple_window_grow"] == 1
+        assert sc["kvm"]["ple_window"] == round(4096 * kvm_compare.profile_spin_ns(sched.get("_profile")))
         assert sc["vm"][0]["workload"][0]["ops"][1]["mode"] == "user"
         assert sc["scheduler"].get("buddy_rule") == buddy
         sc["scheduler"] = {k: v for k, v in sc["scheduler"].items() if not k.startswith("_")}

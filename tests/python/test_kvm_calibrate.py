@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
-from vcpulab import api, kvm, kvm_calibrate
+from vcpulab import api, kvm, kvm_calibrate, kvm_compare
 
 KVM_OK, KVM_WHY = kvm.kvm_available()
 needs_linux = pytest.mark.skipif(sys.platform != "linux" or platform.machine() != "x86_64",
@@ -42,7 +42,7 @@ def test_calibration_programs_run_and_their_profile_reaches_a_simulation(tmp_pat
     cal = kvm_calibrate.calibrate("50ms", 1, mode="threads")
     latency = {f"{k}_{s}" for k in ("exit_round_trip", "halt_wakeup", "interrupt_wakeup")
                for s in ("p50", "mean", "p90", "p99")}
-    assert set(cal["values"]) == {"exit_round_trip", "halt_wakeup", "interrupt_wakeup", "cacheline_handoff", "slice",
+    assert set(cal["values"]) == {"exit_round_trip", "halt_wakeup", "interrupt_wakeup", "cacheline_handoff", "spin", "slice",
                                   "housekeeping_rate", "housekeeping_p50", "housekeeping_mean",
                                   "noise_rate", "noise_p50", "noise_mean", "noise_p90"} | latency
     for key, v in cal["values"].items():
@@ -61,6 +61,11 @@ def test_calibration_programs_run_and_their_profile_reaches_a_simulation(tmp_pat
     wake = prof["kvm"]["halt_wakeup_cost"]
     assert wake["dist"] == "lognormal" and wake["sigma"] >= 0
     assert prof["kvm"]["ple_exit_cost"]["dist"] == "lognormal"
+    # One spin of the wait loop (a PAUSE and a few instructions: 5-150 ns on x86 CPUs
+    # since Nehalem) sizes the simulated user-space PLE window of `vcpulab kvm compare`.
+    spin = prof["harness"]["spin_ns"]
+    assert 1 < spin < 1000
+    assert kvm_compare.ple_sim_kvm(str(path))["ple_window"] == round(4096 * spin)
     wake_us = wake["median"]
     assert wake_us.endswith(("us", "ns"))
     cost_us = float(wake_us[:-2]) / (1 if wake_us.endswith("us") else 1000)
@@ -98,6 +103,7 @@ def test_the_cli_writes_a_profile_a_scenario_can_use(tmp_path):
     assert prof["profile"]["harness"] == "kvm"
     assert prof["profile"]["command"].startswith("vcpulab kvm calibrate --out ")
     assert set(prof["kvm"]) == {"ple_exit_cost", "halt_wakeup_cost"}
+    assert set(prof["harness"]) == {"spin_ns"}
     assert "cacheline_transfer" in prof["host"]["costs"]
     assert _p50_us(_serve(str(out))) > 1.0
 
@@ -130,3 +136,18 @@ def test_calibrate_refuses_bad_flags():
     p = run_cli("kvm", "calibrate", "--duration", "0s")
     assert p.returncode == 2
     assert "Traceback" not in p.stderr
+
+
+def test_the_simulated_ple_window_lasts_the_spins_of_its_profiles_machine():
+    """The user-space PLE cases' window is 4096 spins of the harness's wait loop, and a spin
+    costs what the profile's machine measured: pvm-xeon-2cpu-v1252's 11.5 ns (a PAUSE of that
+    Xeon), else the KVM notes' 24.7 ns. Twice as long a window gives a spinner twice the time
+    to see its lock before each exit."""
+    sched, why = kvm_compare.sim_scheduler("pvm-xeon-2cpu-v1252")
+    if sched is None:
+        pytest.skip(why)
+    case = kvm_compare.select(["ple-yield"])[0]
+    assert case["sim"](sched)["kvm"]["ple_window"] == round(4096 * 11.5)
+    sched, _ = kvm_compare.sim_scheduler("pvm-xeon-2cpu")
+    assert case["sim"](sched)["kvm"]["ple_window"] == round(4096 * kvm_compare.PAUSE_NS)
+    assert kvm_compare.ple_sim_kvm()["ple_window"] == round(4096 * 24.7)

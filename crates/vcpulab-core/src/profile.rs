@@ -39,8 +39,11 @@ const KVM_KEYS: &[&str] = &["ple_exit_cost", "halt_wakeup_cost"];
 /// `vcpulab kvm compare` reads (for the simulated side of its cases); a scenario with the
 /// profile does not see them. `send_hold`: how long the harness's vCPU thread runs, back on
 /// a pCPU after its waker preempted it, before it unlocks the waker's channel
-/// (`scripts/kvm_waker_inversion.py` on `perf sched` traces).
-const HARNESS_KEYS: &[&str] = &["send_hold"];
+/// (`scripts/kvm_waker_inversion.py` on `perf sched` traces). `spin_ns`: one iteration of
+/// the guest lock programs' wait loop, PAUSE and the loop around it, in ns as a number
+/// (durations are whole ns, and a spin is ~10-25 ns; `vcpulab kvm calibrate`, guest
+/// program `spin`), which sizes the simulated user-space PLE window.
+const HARNESS_KEYS: &[&str] = &["send_hold", "spin_ns"];
 
 /// If the scenario names a profile, the scenario with the profile's values merged in and
 /// `host.profile` removed; else `None`.
@@ -140,12 +143,15 @@ fn check(prof: &Value, source: &str) -> Res<()> {
         }
         h.finish(&["costs", "noise"])?;
     }
-    // `[kvm]` and `[harness]` hold durations, or distributions of them (measured latencies).
+    // `[kvm]` and `[harness]` hold durations, or distributions of them (measured latencies),
+    // but for the spin, a number of ns.
     for (name, keys) in [("kvm", KVM_KEYS), ("harness", HARNESS_KEYS)] {
         if let Some(t) = root.get(name) {
             let t = t.table()?;
             for key in keys {
-                if let Some(v) = t.get(key) {
+                if *key == "spin_ns" {
+                    t.opt_f64(key, 0.1, 1e6)?;
+                } else if let Some(v) = t.get(key) {
                     crate::workload::parse_dist(&v)?;
                 }
             }
@@ -233,6 +239,9 @@ mod tests {
         assert!(e.message.contains("send_hold"), "{}", e.message);
         let e = with("[harness]\nsend_hold = \"soon\"\n").unwrap_err();
         assert!(e.path.contains("send_hold"), "{e:?}");
+        assert!(with("[harness]\nspin_ns = 11.5\n").is_ok());
+        let e = with("[harness]\nspin_ns = \"11ns\"\n").unwrap_err();
+        assert!(e.path.contains("spin_ns"), "{e:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -144,10 +144,17 @@ pub enum Program {
     /// to the host (its interrupts, the tick, other threads) while it was running. One op
     /// is one such gap; every gap is a sample (ns).
     Gaps,
+    /// Calibration: wait on a lock word nobody writes with the lock programs' wait loop
+    /// (PAUSE, the spin count, the stop check, the count towards the PLE window) and, where
+    /// a lock program would take its user-space PLE exit after `ple.window` spins, record
+    /// the TSC time those spins took and start the next window instead. One op is one
+    /// window; every window is a sample (ns). What a spin costs on this CPU decides how
+    /// long the harness's PLE window lasts.
+    Spin,
 }
 
 impl Program {
-    pub const ALL: [Program; 11] = [
+    pub const ALL: [Program; 12] = [
         Program::Compute,
         Program::Tas,
         Program::Ticket,
@@ -159,6 +166,7 @@ impl Program {
         Program::PingPong,
         Program::Gaps,
         Program::IrqWake,
+        Program::Spin,
     ];
 
     pub fn name(self) -> &'static str {
@@ -174,6 +182,7 @@ impl Program {
             Program::PingPong => "ping-pong",
             Program::Gaps => "gaps",
             Program::IrqWake => "irq-wake",
+            Program::Spin => "spin",
         }
     }
 
@@ -381,6 +390,39 @@ fn emit(a: &mut Asm, p: Program) {
             a.bind(short);
             stop_or(a, top, done);
         }
+        Program::Spin => {
+            // The instructions of `spin_until_equal` and `spin_check`, with the exit
+            // replaced by taking a sample: r15 holds the TSC at the window's start.
+            let (wait, cont, full) = (a.label(), a.label(), a.label());
+            a.mov_imm(R12, 1); // the group's owner word stays 0: no vCPU takes a ticket
+            a.rdtsc64();
+            a.mov(R15, Rax);
+            a.xor(R11, R11);
+            a.bind(wait);
+            a.cmp_load(R12, m(Rbx, L_OWNER));
+            a.jcc(Cond::E, done);
+            a.pause();
+            a.inc(R9);
+            a.cmp_mem_imm(m(Rbp, G_STOP), 0);
+            a.jcc(Cond::Ne, done);
+            a.inc(R11);
+            a.cmp(R11, R14);
+            a.jcc(Cond::B, cont);
+            a.xor(R11, R11);
+            a.rdtsc64();
+            a.mov(R13, Rax);
+            a.sub(Rax, R15); // the window's TSC ticks
+            a.mov(R15, R13);
+            a.cmp_load(Rdi, m(R8, P_SAMPLES_END));
+            a.jcc(Cond::Ae, full);
+            a.store(m(Rdi, 0), Rax);
+            a.add_imm(Rdi, 8);
+            a.bind(full);
+            a.inc(Rsi);
+            a.store(m(R8, R_OPS), Rsi);
+            a.bind(cont);
+            a.jmp(wait);
+        }
     }
     epilogue(a, done);
 }
@@ -502,6 +544,7 @@ mod tests {
                 Program::Gaps => &[PORT_DONE],
                 Program::Timer => &[PORT_SLEEP, PORT_DONE],
                 Program::IrqWake => &[PORT_IRQ_ARM, PORT_DONE],
+                Program::Spin => &[PORT_DONE],
             };
             assert_eq!(ports, want, "{:?}", w[0].0);
         }

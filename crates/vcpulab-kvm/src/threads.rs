@@ -186,6 +186,31 @@ impl VcpuRunner for HostThread {
                         }
                     }
                 }
+                // The lock programs' wait on a word nobody writes; a sample per window.
+                Program::Spin => {
+                    let owner = m.word(grp + L_OWNER as u64);
+                    let mut start = rdtsc();
+                    cur = 0;
+                    'outer: while owner.load(Acquire) != 1 {
+                        spin_loop();
+                        spins += 1;
+                        if stopped() {
+                            break 'outer;
+                        }
+                        cur += 1;
+                        if cur >= window {
+                            cur = 0;
+                            let now = rdtsc();
+                            if sample_ptr < samples_end {
+                                m.set(sample_ptr, now.wrapping_sub(start));
+                                sample_ptr += 8;
+                            }
+                            start = now;
+                            ops += 1;
+                            published.store(ops, Relaxed);
+                        }
+                    }
+                }
                 Program::PingPong => {
                     let (w, role) = (m.word(grp + L_WORD as u64), p(P_ROLE));
                     'outer: loop {
