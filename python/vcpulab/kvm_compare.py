@@ -100,7 +100,8 @@ PLE_SIM: dict[str, tuple[dict[str, Any], dict[str, bool], Optional[str], str]] =
     # run queue; elsewhere the running kernel's (6.14+) rule honours an eligible buddy.
     "boost": ({}, {"boost_ignores_vcpu_fairness": True}, "6.14",
               "fix (b): the boosted vCPU is picked regardless of per-vCPU fairness (forced on the spinner's "
-              "run queue, if eligible elsewhere); the sim does not model the nice -20 weight itself"),
+              "run queue, if eligible elsewhere); the sim does not model the nice -20 weight itself, nor the "
+              "harness's choice of running candidates"),
     "boost-fifo": ({}, {"boost_ignores_vcpu_fairness": True}, "6.14",
                    "fix (b), as boost: the sim has one fairness override for both; the RT class's absolute "
                    "priority over the fair class is not modelled"),
@@ -108,7 +109,8 @@ PLE_SIM: dict[str, tuple[dict[str, Any], dict[str, bool], Optional[str], str]] =
     # priority change, so fix (c) alone, with the buddy ignored (the harness sets none).
     "migrate": ({}, {"migrate_boosted_to_spinner": True}, "6.6",
                 "fix (c) alone: the candidate moves to the spinner's run queue, then a plain yield (no fairness "
-                "override, buddy ignored, as the harness only changes affinity)"),
+                "override, buddy ignored, as the harness only changes affinity); the harness's candidate may be "
+                "running and stays pinned until the next exit, and each exit pays a sched_setaffinity: not modelled"),
 }
 # The simulator's weight 256 is a nice-0 task's (the kernel's 1024), and cpu.shares 1024 is
 # one nice-0 task's worth: kernel weights and shares are scaled by 256 / 1024. Only ratios

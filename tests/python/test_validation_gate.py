@@ -24,10 +24,11 @@ def test_every_case_stays_in_its_documented_band():
     assert [(r["case"], r["metric"]) for r in rows] == [(c, m) for c, m, *_ in ref.all_rows()]
     assert all(r["in_band"] for r in rows), _out(rows)
     # The 2x target (issue 27): how many rows meet it is part of the record, in both
-    # directions; the held-out cases are counted apart.
+    # directions; the held-out cases are counted apart. ple-migrate-steady left it when the
+    # simulated PLE window took this Xeon's measured spin (session 30; its band says why).
     within = [(r["case"], r["metric"]) for r in rows if r["band"] == [0.5, 2.0] and not r["held_out"]]
     held = [(r["case"], r["metric"]) for r in rows if r["band"] == [0.5, 2.0] and r["held_out"]]
-    assert (len(within), len(held)) == (30, 16), (within, held)
+    assert (len(within), len(held)) == (30, 15), (within, held)
     assert sum(1 for r in rows if not r["held_out"]) == 30
 
 

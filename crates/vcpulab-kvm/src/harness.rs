@@ -11,7 +11,7 @@ use crate::stats::{stats_delta, ThreadStats};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering::*};
-use std::sync::{mpsc, Arc, Barrier, Mutex};
+use std::sync::{mpsc, Arc, Barrier, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 // ------------------------------------------------------------------------ memory
@@ -285,9 +285,10 @@ pub struct RunResult {
 
 // ---------------------------------------------------------------------------- PLE
 
+/// The active boost: which vCPU, when it ends, and its number (`Ple::boosted`).
 struct Boost {
     vcpu: usize,
-    saved: Saved,
+    number: u64,
     until: Instant,
 }
 
@@ -295,8 +296,18 @@ struct Ple {
     policy: PlePolicy,
     boost_for: Duration,
     tids: Vec<AtomicI32>,
+    /// Each vCPU thread's own policy and affinity, captured once its scenario policy is set:
+    /// what a boost of it changes and its end puts back.
+    base: Vec<OnceLock<Saved>>,
     done: Vec<AtomicBool>,
-    state: Mutex<(Option<usize>, Option<Boost>)>, // (last boosted, active boost)
+    /// (last boosted, active boost, boosts begun). Held only to read and update these,
+    /// never across a system call: a call that changes another thread's priority or
+    /// affinity can preempt its caller (the boosted vCPU may preempt the spinner on its own
+    /// pCPU), and a spinner preempted while holding this lock would block every other
+    /// spinner's exit behind it. Until 2026-12-05 (session 30) it was held across them:
+    /// lock-holder preemption in the harness's own handler, which KVM's handler, keeping
+    /// its `last_boosted_vcpu` without a lock, does not have (docs/validation.md).
+    state: Mutex<(Option<usize>, Option<Boost>, u64)>,
     exits: AtomicU64,
     yields: AtomicU64,
     boosts: AtomicU64,
@@ -307,6 +318,7 @@ struct Ple {
 impl Ple {
     /// A spin by `spinner` exceeded the window. Like `kvm_vcpu_on_spin`: candidates in round
     /// robin order after the last boosted vCPU, skipping the spinner (and finished vCPUs).
+    /// The previous boost ends where the next begins.
     fn on_spin(&self, spinner: usize) {
         self.exits.fetch_add(1, Relaxed);
         match self.policy {
@@ -317,87 +329,112 @@ impl Ple {
             }
             PlePolicy::Boost | PlePolicy::BoostFifo | PlePolicy::Migrate => {
                 let n = self.tids.len();
-                let mut st = self.state.lock().unwrap();
-                self.unboost(&mut st.1);
-                let start = st.0.map(|l| l + 1).unwrap_or(0);
-                let cand = (0..n).map(|k| (start + k) % n).find(|&c| {
-                    c != spinner && !self.done[c].load(SeqCst) && self.tids[c].load(SeqCst) > 0
-                });
-                if let Some(c) = cand {
-                    let tid = self.tids[c].load(SeqCst);
-                    match Saved::capture(tid) {
-                        Ok(saved) => {
-                            let r = match self.policy {
-                                PlePolicy::Boost => policy::set_attr(
-                                    tid,
-                                    &policy::SchedAttr {
-                                        sched_policy: saved
-                                            .attr
-                                            .sched_policy
-                                            .min(policy::SCHED_BATCH),
-                                        sched_nice: -20,
-                                        ..Default::default()
-                                    },
-                                ),
-                                PlePolicy::BoostFifo => policy::set_attr(
-                                    tid,
-                                    &policy::SchedAttr {
-                                        sched_policy: policy::SCHED_FIFO,
-                                        sched_priority: 1,
-                                        ..Default::default()
-                                    },
-                                ),
-                                _ => policy::set_affinity(tid, &[policy::current_cpu()]),
-                            };
-                            match r {
-                                Ok(()) => {
-                                    if self.policy == PlePolicy::Migrate {
-                                        self.migrations.fetch_add(1, Relaxed);
-                                    } else {
-                                        self.boosts.fetch_add(1, Relaxed);
-                                    }
-                                    st.0 = Some(c);
-                                    st.1 = Some(Boost {
-                                        vcpu: c,
-                                        saved,
-                                        until: Instant::now() + self.boost_for,
-                                    });
-                                }
-                                Err(_) => {
-                                    self.errors.fetch_add(1, Relaxed);
-                                }
-                            }
-                        }
-                        Err(_) => {
-                            self.errors.fetch_add(1, Relaxed);
-                        }
+                let (ended, chosen) = {
+                    let mut st = self.state.lock().unwrap();
+                    let ended = st.1.take();
+                    let start = st.0.map(|l| l + 1).unwrap_or(0);
+                    let cand = (0..n).map(|k| (start + k) % n).find(|&c| {
+                        c != spinner && !self.done[c].load(SeqCst) && self.tids[c].load(SeqCst) > 0
+                    });
+                    let chosen = cand.map(|c| {
+                        st.2 += 1;
+                        st.0 = Some(c);
+                        st.1 = Some(Boost {
+                            vcpu: c,
+                            number: st.2,
+                            until: Instant::now() + self.boost_for,
+                        });
+                        (c, st.2)
+                    });
+                    (ended, chosen)
+                };
+                if let Some(b) = ended {
+                    self.restore(b.vcpu);
+                }
+                if let Some((c, number)) = chosen {
+                    if !self.apply(c) {
+                        self.errors.fetch_add(1, Relaxed);
+                    } else if self.policy == PlePolicy::Migrate {
+                        self.migrations.fetch_add(1, Relaxed);
+                    } else {
+                        self.boosts.fetch_add(1, Relaxed);
+                    }
+                    // Ended by another exit or the monitor while it was being applied: that
+                    // restore may have run before this change, so put the vCPU back now.
+                    if !self.boosted(number) {
+                        self.restore(c);
                     }
                 }
-                drop(st);
                 policy::sched_yield();
                 self.yields.fetch_add(1, Relaxed);
             }
         }
     }
 
-    fn unboost(&self, b: &mut Option<Boost>) {
-        if let Some(b) = b.take() {
-            if !self.done[b.vcpu].load(SeqCst) && b.saved.restore().is_err() {
-                self.errors.fetch_add(1, Relaxed);
-            }
+    /// Whether boost `number` is still the active one.
+    fn boosted(&self, number: u64) -> bool {
+        self.state
+            .lock()
+            .unwrap()
+            .1
+            .as_ref()
+            .is_some_and(|b| b.number == number)
+    }
+
+    /// The policy's change to vCPU `c`: nice -20, SCHED_FIFO 1, or the spinner's CPU;
+    /// false if it failed.
+    fn apply(&self, c: usize) -> bool {
+        let (tid, Some(base)) = (self.tids[c].load(SeqCst), self.base[c].get()) else {
+            return false;
+        };
+        let r = match self.policy {
+            PlePolicy::Boost => policy::set_attr(
+                tid,
+                &policy::SchedAttr {
+                    sched_policy: base.attr.sched_policy.min(policy::SCHED_BATCH),
+                    sched_nice: -20,
+                    ..Default::default()
+                },
+            ),
+            PlePolicy::BoostFifo => policy::set_attr(
+                tid,
+                &policy::SchedAttr {
+                    sched_policy: policy::SCHED_FIFO,
+                    sched_priority: 1,
+                    ..Default::default()
+                },
+            ),
+            _ => policy::set_affinity(tid, &[policy::current_cpu()]),
+        };
+        r.is_ok()
+    }
+
+    /// Puts vCPU `v` back to its own policy (not a finished one: its thread restores
+    /// itself).
+    fn restore(&self, v: usize) {
+        if self.done[v].load(SeqCst) {
+            return;
+        }
+        if self.base[v].get().is_none_or(|b| b.restore().is_err()) {
+            self.errors.fetch_add(1, Relaxed);
         }
     }
 
     /// Ends an expired boost (called by the monitor), or any boost (`all`).
     fn expire(&self, all: bool) {
-        let mut st = self.state.lock().unwrap();
-        if st
-            .1
-            .as_ref()
-            .map(|b| all || Instant::now() >= b.until)
-            .unwrap_or(false)
-        {
-            self.unboost(&mut st.1);
+        let ended = {
+            let mut st = self.state.lock().unwrap();
+            let due =
+                st.1.as_ref()
+                    .is_some_and(|b| all || Instant::now() >= b.until);
+            if due {
+                st.1.take()
+            } else {
+                None
+            }
+        };
+        if let Some(b) = ended {
+            self.restore(b.vcpu);
         }
     }
 
@@ -405,7 +442,7 @@ impl Ple {
     fn finished(&self, v: usize) {
         let mut st = self.state.lock().unwrap();
         self.done[v].store(true, SeqCst);
-        if st.1.as_ref().map(|b| b.vcpu == v).unwrap_or(false) {
+        if st.1.as_ref().is_some_and(|b| b.vcpu == v) {
             st.1 = None; // its own ThreadGuard restores it
         }
     }
@@ -748,7 +785,8 @@ pub fn run(cfg: Config) -> Result<RunResult> {
             boost_for: Duration::from_nanos(cfg.ple.boost_ns),
             tids: (0..n).map(|_| AtomicI32::new(0)).collect(),
             done: (0..n).map(|_| AtomicBool::new(false)).collect(),
-            state: Mutex::new((None, None)),
+            base: (0..n).map(|_| OnceLock::new()).collect(),
+            state: Mutex::new((None, None, 0)),
             exits: AtomicU64::new(0),
             yields: AtomicU64::new(0),
             boosts: AtomicU64::new(0),
@@ -806,6 +844,9 @@ pub fn run(cfg: Config) -> Result<RunResult> {
                         None
                     }
                 };
+                if let Ok(saved) = Saved::capture(tid) {
+                    let _ = ctx.ple.base[v].set(saved);
+                }
                 ctx.ple.tids[v].store(tid, SeqCst);
                 let s0 = ThreadStats::read(tid);
                 let k0 = runner.kvm_stats();
