@@ -207,6 +207,23 @@ def test_a_warmup_s_ops_are_left_out_of_the_figures(mode):
         kvm.to_config(sc, "w.toml", duration="100ms")
 
 
+@needs_linux
+@pytest.mark.parametrize("mode", ["threads", "kvm"])
+def test_a_spare_vcpu_does_not_end_the_run(mode):
+    """A VM with more vCPUs than workload threads runs its spare vCPUs as `idle`, which
+    finish right after the start barrier. The run still lasts its duration: until
+    2026-12-05 the first vCPU to finish ended every run, so a spare vCPU cut it to ~0 s."""
+    if mode == "kvm" and not KVM_OK:
+        pytest.skip(f"needs KVM: {KVM_WHY}")
+    sc = {"name": "spare", "duration": "200ms", "kvm": {"repetitions": 1, "mode": mode},
+          "vm": [{"name": "g", "vcpus": 3, "workload": [{"kind": "program", "threads": 2, "ops": PROGRAMS["compute"]}]}]}
+    cfg, meta = kvm.to_config(sc, "spare.toml")
+    assert [v["program"] for v in cfg["vcpus"]] == ["compute", "compute", "idle"]
+    res = kvm.run_config(cfg)
+    busy = [v for v in res["vcpus"] if v["program"] != "idle"]
+    assert all(0.15 < v["wall_s"] < 1.0 for v in busy), [v["wall_s"] for v in res["vcpus"]]
+
+
 def test_compare_runs_a_steady_case_for_its_duration_plus_its_warmup(monkeypatch):
     """`vcpulab kvm compare --duration D` measures D in every case: a steady case's real run
     lasts D plus its warm-up, as its simulated side (1 s + 200 ms)."""

@@ -552,6 +552,11 @@ pub(crate) struct Ctx {
     /// Set by the monitor at stop; vCPU threads blocked in host waits return at once.
     stopping: AtomicBool,
     finished: AtomicUsize,
+    /// vCPUs other than `idle` ones that have finished: before the stop flag, only one
+    /// that failed. An `idle` vCPU (a VM's vCPU without a workload thread) finishes right
+    /// after the start barrier; until 2026-12-05 (session 30) that ended every run with a
+    /// spare vCPU at once.
+    finished_busy: AtomicUsize,
     setup_failed: Mutex<Option<Error>>,
 }
 
@@ -799,6 +804,7 @@ pub fn run(cfg: Config) -> Result<RunResult> {
             .collect(),
         stopping: AtomicBool::new(false),
         finished: AtomicUsize::new(0),
+        finished_busy: AtomicUsize::new(0),
         setup_failed: Mutex::new(None),
         cfg,
     });
@@ -857,6 +863,9 @@ pub fn run(cfg: Config) -> Result<RunResult> {
                 } else {
                     runner.run(&ctx, v)
                 };
+                if ctx.cfg.vcpus[v].program != Program::Idle {
+                    ctx.finished_busy.fetch_add(1, SeqCst);
+                }
                 ctx.finished.fetch_add(1, SeqCst);
                 let s1 = ThreadStats::read(tid);
                 let k1 = runner.kvm_stats();
@@ -1028,7 +1037,7 @@ fn monitor<T>(ctx: &Ctx, handles: &[std::thread::JoinHandle<T>]) -> Result<Optio
     let dur = Duration::from_nanos(ctx.cfg.duration_ns);
     let warmup = Duration::from_nanos(ctx.cfg.warmup_ns);
     let mut mark: Option<(Vec<u64>, Instant)> = None;
-    while t0.elapsed() < dur && !INTERRUPTED.load(SeqCst) && ctx.finished.load(SeqCst) == 0 {
+    while t0.elapsed() < dur && !INTERRUPTED.load(SeqCst) && ctx.finished_busy.load(SeqCst) == 0 {
         ctx.ple.expire(false);
         if mark.is_none() && !warmup.is_zero() && t0.elapsed() >= warmup {
             let ops = (0..n as usize)
