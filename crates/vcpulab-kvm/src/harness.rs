@@ -1037,19 +1037,18 @@ fn monitor<T>(ctx: &Ctx, handles: &[std::thread::JoinHandle<T>]) -> Result<Optio
     let dur = Duration::from_nanos(ctx.cfg.duration_ns);
     let warmup = Duration::from_nanos(ctx.cfg.warmup_ns);
     let mut mark: Option<(Vec<u64>, Instant)> = None;
+    // When the warm-up ends, while its mark is still to be taken.
+    let mut mark_due = (!warmup.is_zero()).then_some(warmup);
     while t0.elapsed() < dur && !INTERRUPTED.load(SeqCst) && ctx.finished_busy.load(SeqCst) == 0 {
         ctx.ple.expire(false);
-        if mark.is_none() && !warmup.is_zero() && t0.elapsed() >= warmup {
+        if mark_due.is_some_and(|at| t0.elapsed() >= at) {
             let ops = (0..n as usize)
                 .map(|v| ctx.mem.get(slot_addr(v) + R_OPS as u64))
                 .collect();
             mark = Some((ops, Instant::now()));
+            mark_due = None;
         }
-        let next = if mark.is_none() && !warmup.is_zero() {
-            warmup.min(dur)
-        } else {
-            dur
-        };
+        let next = mark_due.map_or(dur, |at| at.min(dur));
         std::thread::sleep(step.min(next.saturating_sub(t0.elapsed())));
     }
     // 3. stop and wait for the vCPUs to leave their loops (the warm interval ends with the
