@@ -2,17 +2,19 @@
 // (crates/vcpulab-kvm/src/harness.rs, `Ple::on_spin`): each exit of `boost` sets another
 // vCPU thread's nice (sched_setattr), each exit of `migrate` its affinity to the caller's
 // CPU (sched_setaffinity), and both put the last candidate back. The target here is a
-// thread spinning on CPU 1, called from CPU 0; the affinity toggles between CPU 0 and
-// CPU 1, so every call moves a running thread to the other CPU, as `migrate` does when
-// its candidate is running.
+// thread spinning on CPU 1, called from CPU 0; the affinity moves it onto CPU 0 and back,
+// each direction timed apart. Onto the caller's CPU is what `migrate` does with a running
+// candidate, and the caller then waits for the stopper and, back on its CPU, behind the
+// thread it moved there.
 //
 //   cc -O2 -pthread scripts/affinity_cost.c -o /tmp/affinity_cost && /tmp/affinity_cost
 //
-// Needs two CPUs. On 2 x Intel Xeon, 6.18.44-fc-v1252 (kvm_pvm), 2026-12-05, four runs
-// (14:1x UTC, a first version of this program, and 14:27 UTC, this one): sched_setattr
-// (nice toggle, running target) 0.46-0.48 us; sched_setaffinity (moving a running target)
-// 78-90 us; sched_getattr 0.10 us, sched_getaffinity 0.11 us, sched_yield alone 0.15 us,
-// getpid 0.06-0.07 us.
+// Needs two CPUs. On 2 x Intel Xeon, 6.18.44-fc-v1252 (kvm_pvm), 2026-12-05 15:12 UTC, two
+// runs: sched_setaffinity moving a running thread onto the caller's CPU 154-158 us, moving
+// it back 1.7 us, to both CPUs without a move 0.24 us; sched_setattr (nice toggle, running
+// target) 0.48 us; sched_getattr 0.10 us, sched_getaffinity 0.11 us, sched_yield alone
+// 0.15-0.16 us, getpid 0.06 us. (Four runs of a first version, 14:1x-14:27 UTC, toggled
+// the affinity and timed both directions together: 78-90 us a call, their mean.)
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -83,10 +85,25 @@ int main(void) {
         sched_getaffinity(target_tid, sizeof s, &s);
     }
     printf("sched_getaffinity %.2f us\n", (now_ns() - t0) / n / 1e3);
+    // Each direction timed apart: onto the caller's CPU (what `migrate` does: the candidate
+    // goes to the spinner's CPU, where the caller then shares its CPU with it) and away.
+    double onto = 0, away = 0;
+    for (int i = 0; i < moves; i++) {
+        double t = now_ns();
+        sched_setaffinity(target_tid, sizeof cpu0, &cpu0);
+        onto += now_ns() - t;
+        t = now_ns();
+        sched_setaffinity(target_tid, sizeof cpu1, &cpu1);
+        away += now_ns() - t;
+    }
+    printf("sched_setaffinity, moving a running thread onto the caller's CPU %.2f us\n", onto / moves / 1e3);
+    printf("sched_setaffinity, moving it back to the other CPU %.2f us\n", away / moves / 1e3);
+    cpu_set_t both = cpu0;
+    CPU_SET(1, &both);
     t0 = now_ns();
-    for (int i = 0; i < moves; i++)
-        sched_setaffinity(target_tid, sizeof cpu0, (i & 1) ? &cpu1 : &cpu0);
-    printf("sched_setaffinity, moving a running thread to the other CPU %.2f us\n", (now_ns() - t0) / moves / 1e3);
+    for (int i = 0; i < n; i++)
+        sched_setaffinity(target_tid, sizeof both, &both);
+    printf("sched_setaffinity to both CPUs, no move (a restore) %.2f us\n", (now_ns() - t0) / n / 1e3);
     sched_setaffinity(target_tid, sizeof cpu1, &cpu1);
     t0 = now_ns();
     for (int i = 0; i < n; i++)

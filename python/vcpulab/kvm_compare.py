@@ -56,7 +56,7 @@ POLL_GAP = {"dist": "uniform", "min": "20us", "max": "100us"}
 # x86's KVM_HALT_POLL_NS_DEFAULT, and /sys/module/kvm/parameters/halt_poll_ns on this
 # project's machines (read 2026-11-27 on the 6.18.44-fc-v669 machine: 200000).
 HOST_HALT_POLL_NS = 200_000
-PLE_WINDOW = 4096  # spins (~100 us with PAUSE) before the user-space PLE exit
+PLE_WINDOW = 4096  # spins (~47-101 us: see PAUSE_NS) before the user-space PLE exit
 # One spin of the guest's wait loop, where the host profile does not say (its `[harness]
 # spin_ns`, measured by `vcpulab kvm calibrate`): the KVM notes' PAUSE, 1e8 PAUSEs at 24.7 ns
 # each in the guest, on a machine of this project's kind they do not name. PAUSE's latency

@@ -117,6 +117,42 @@ def test_user_space_ple_boost(tmp_path, capsys):
     assert sum(v["ple_exits"] for v in s["vms"][0]["vcpus"]) == s["ple"]["exits"]
 
 
+@needs_linux
+@pytest.mark.parametrize("policy", ["migrate", "boost"])
+def test_ple_boosts_end_on_time_and_leave_every_vcpu_as_it_was(policy):
+    """Four ticket-lock vCPUs as host threads on the machine's CPUs, with a short window:
+    every exit boosts (or moves) a candidate and ends the previous boost. The handler makes
+    its system calls outside its lock, so two exits' calls on one vCPU can land in either
+    order; none may fail, and at the end each thread is back to its own policy and affinity
+    (the harness restores them before it returns: an `errors` count or a warning says it
+    could not)."""
+    if policy == "boost" and os.geteuid() != 0:
+        pytest.skip("boosting another thread to nice -20 needs root")
+    sc = {"name": "p", "duration": "300ms", "kvm": {"repetitions": 1, "mode": "threads",
+                                                    "ple": {"window": 256, "policy": policy, "boost": "200us"}},
+          "vm": [{"name": "g", "vcpus": 4, "workload": [{"kind": "program", "threads": 4, "ops": PROGRAMS["ticket"]}]}]}
+    aff_before = os.sched_getaffinity(0)
+    s = kvm.run(sc, repetitions=1)
+    counted = s["ple"]["migrations" if policy == "migrate" else "boosts"]
+    assert s["ple"]["exits"] > 100 and counted > 0, s["ple"]
+    assert s["ple"]["errors"] == 0 and not s["warnings"], (s["ple"], s["warnings"])
+    assert os.sched_getaffinity(0) == aff_before
+
+
+@needs_linux
+def test_the_spin_program_samples_each_window_and_never_exits():
+    """`spin` (the calibration of one spin of the wait loop): one sample per window of
+    `ple.window` spins, no PLE exit, and every spin counted."""
+    cfg = {"duration_ns": 50_000_000, "mode": "threads", "seed": 1, "timeout_ns": 30 * 10**9, "cgroups": [],
+           "ple": {"window": 4096}, "vcpus": [{"program": "spin", "group": 0, "policy": {}}]}
+    res = kvm.run_config(cfg)
+    v = res["vcpus"][0]
+    assert v["ops"] > 10 and v["ple_exits"] == 0
+    assert len(v["samples_ns"]) == v["ops"]  # 50 ms of ~50 us windows: far below the buffer
+    assert v["ops"] * 4096 <= v["spins"] < (v["ops"] + 1) * 4096
+    assert all(x > 0 for x in v["samples_ns"])
+
+
 def test_bad_scenarios_exit_2(tmp_path, capsys):
     bad = {"name": "b", "duration": "1s", "vm": [{"name": "g", "vcpus": 1, "workload": [{"kind": "program", "ops": [{"op": "serve"}]}]}]}
     p = tmp_path / "b.json"
@@ -297,6 +333,12 @@ def test_ple_cases_map_onto_the_sim_ple_model():
               "boost": (True, {"boost_ignores_vcpu_fairness": True}, "6.14"),
               "boost-fifo": (True, {"boost_ignores_vcpu_fairness": True}, "6.14"),
               "migrate": (True, {"migrate_boosted_to_spinner": True}, "6.6")}
+    # The window's spin as the machine's profile writes it (its `[harness] spin_ns`), else
+    # the KVM notes' 24.7 ns.
+    import tomllib
+
+    profile_text = dict(_native.shipped_profiles()).get(sched.get("_profile") or "", "")
+    spin_ns = tomllib.loads(profile_text).get("harness", {}).get("spin_ns", 24.7)
     every = kvm_compare.select(["ple-"])
     cases = [c for c in every if not c["id"].endswith("-steady")]
     assert [c["id"] for c in cases] == [f"ple-{p}" for p in kvm.PLE_POLICIES]
@@ -311,7 +353,7 @@ def test_ple_cases_map_onto_the_sim_ple_model():
         sc = c["sim"](sched)
         assert sc["kvm"]["vendor"] == "amd" and sc["kvm"]["ple"] is ple and sc["kvm"]["features"] == feats
         assert sc["kvm"]["ple_window_grow"] == 1
-        assert sc["kvm"]["ple_window"] == round(4096 * kvm_compare.profile_spin_ns(sched.get("_profile")))
+        assert sc["kvm"]["ple_window"] == round(4096 * spin_ns)
         assert sc["vm"][0]["workload"][0]["ops"][1]["mode"] == "user"
         assert sc["scheduler"].get("buddy_rule") == buddy
         sc["scheduler"] = {k: v for k, v in sc["scheduler"].items() if not k.startswith("_")}

@@ -140,8 +140,8 @@ def test_calibrate_refuses_bad_flags():
 
 def test_the_simulated_ple_window_lasts_the_spins_of_its_profiles_machine():
     """The user-space PLE cases' window is 4096 spins of the harness's wait loop, and a spin
-    costs what the profile's machine measured: pvm-xeon-2cpu-v1252's 11.5 ns (a PAUSE of that
-    Xeon), else the KVM notes' 24.7 ns. Twice as long a window gives a spinner twice the time
+    costs what the profile's machine measured: pvm-xeon-2cpu-v1252's 11.5 ns (one iteration
+    of that Xeon's wait loop), else the KVM notes' 24.7 ns. Twice as long a window gives a spinner twice the time
     to see its lock before each exit."""
     sched, why = kvm_compare.sim_scheduler("pvm-xeon-2cpu-v1252")
     if sched is None:

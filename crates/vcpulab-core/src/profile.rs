@@ -240,8 +240,10 @@ mod tests {
         let e = with("[harness]\nsend_hold = \"soon\"\n").unwrap_err();
         assert!(e.path.contains("send_hold"), "{e:?}");
         assert!(with("[harness]\nspin_ns = 11.5\n").is_ok());
-        let e = with("[harness]\nspin_ns = \"11ns\"\n").unwrap_err();
-        assert!(e.path.contains("spin_ns"), "{e:?}");
+        for bad in ["\"11ns\"", "0", "-3.0", "1e7"] {
+            let e = with(&format!("[harness]\nspin_ns = {bad}\n")).unwrap_err();
+            assert!(e.path.contains("spin_ns"), "{bad}: {e:?}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
