@@ -673,8 +673,9 @@ def simulate(case: dict[str, Any], tick: str, profile: Optional[str] = None,
 
 
 def referenced_cases() -> set[str]:
-    """The cases the committed reference has rows for; cases added after it was measured
-    (the interrupt and halt-polling cases) have none, so the gate does not simulate them."""
+    """The cases the committed reference has rows for; a case added after it was measured
+    has none until one is measured (the interrupt cases had none until session 30), and
+    the gate does not simulate it."""
     from . import kvm_reference as ref
 
     return {row[0] for row in ref.all_rows()}
@@ -693,7 +694,7 @@ def gate(names: Optional[list[str]] = None, profile: Optional[str] = None) -> li
     chosen = select(names or [])
     out = []
     # Each reference set's simulated side runs on its own machine's profile, tick and kernel.
-    for rows, set_profile, tick, kernel, _measured in ref.SETS:
+    for rows, set_profile, tick, kernel, _measured, _label in ref.SETS:
         ids = {row[0] for row in rows}
         prof = profile or set_profile
         sched = _eevdf_sched(tick, prof, kernel)

@@ -262,11 +262,15 @@ def test_the_cli_reports_the_gate_and_fails_when_a_row_leaves_its_band():
 
 
 def test_the_cli_names_the_machine_and_profile_of_each_reference_set():
-    """The steady-state rows were measured on another machine than the rest: the table's
-    header names each set shown, and their simulated side runs on that machine's profile."""
-    p = run_cli("kvm", "compare", "ple-yield", "ple-yield-steady", "--reference")
+    """The steady-state and interrupt rows were measured on another machine than the rest:
+    the table's header names each set shown, and their simulated side runs on that
+    machine's profile. Every case has rows, so no notice says a case has none."""
+    p = run_cli("kvm", "compare", "ple-yield", "ple-yield-steady", "irq-wake", "--reference")
     assert p.returncode == 0, p.stderr
     assert "real: measured 2026-11-27 (6.18.44-fc-v595" in p.stdout
     assert "real (-steady cases): measured 2026-12-05 (6.18.44-fc-v1252" in p.stdout
     assert "sim (-steady cases): eevdf, tick 4ms, host profile pvm-xeon-2cpu-v1252" in p.stdout
+    assert "real (irq-wake, halt-poll): measured 2026-12-05 (6.18.44-fc-v1252" in p.stdout
     assert all(len(line) <= 100 for line in p.stdout.splitlines()), p.stdout
+    assert "no reference rows" not in p.stderr
+    assert kc.referenced_cases() == {c["id"] for c in kc.cases()}

@@ -1151,11 +1151,19 @@ mod tests {
     /// around it. Leaving out the restores fails it.)
     #[test]
     fn ple_calls_follow_the_state_whatever_order_they_land_in() {
-        let ncpus = policy::get_affinity(policy::gettid()).unwrap().len();
-        if ncpus < 2 {
+        let cpus = policy::get_affinity(policy::gettid()).unwrap();
+        if cpus.len() < 2 {
             return; // one CPU: every move is a no-op
         }
+        // Stops the busy threads however the test ends (a failed assertion too).
+        struct StopOnDrop(Arc<AtomicBool>);
+        impl Drop for StopOnDrop {
+            fn drop(&mut self) {
+                self.0.store(true, SeqCst);
+            }
+        }
         let stop = Arc::new(AtomicBool::new(false));
+        let _stop_on_drop = StopOnDrop(stop.clone());
         let (tx, rx) = mpsc::channel();
         let parked: Vec<_> = (0..3)
             .map(|_| {
@@ -1196,16 +1204,16 @@ mod tests {
         let rounds = 150;
         let gate = Arc::new(Barrier::new(3));
         let spinners: Vec<_> = (0..2)
-            .map(|cpu| {
-                let (ple, gate) = (ple.clone(), gate.clone());
+            .map(|k| {
+                let (ple, gate, cpu) = (ple.clone(), gate.clone(), cpus[k]);
                 std::thread::spawn(move || {
-                    policy::set_affinity(policy::gettid(), &[cpu]).unwrap();
+                    // Pinned to one CPU each (a failure only leaves them unpinned).
+                    let _ = policy::set_affinity(policy::gettid(), &[cpu]);
                     for round in 0..rounds {
                         gate.wait();
                         // The second spinner exits 0-120 us after the first, so that its
                         // exit falls at every point of the first's calls.
-                        let lag =
-                            Duration::from_micros(if cpu == 1 { (round * 7) % 120 } else { 0 });
+                        let lag = Duration::from_micros(if k == 1 { (round * 7) % 120 } else { 0 });
                         let t = Instant::now();
                         while t.elapsed() < lag {
                             std::hint::spin_loop();

@@ -201,10 +201,9 @@ def _kvm_gate(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
     else:
         shown = {r["case"] for r in rows}
-        for set_rows, set_profile, tick, kernel, measured in ref.SETS:
+        for set_rows, set_profile, tick, kernel, measured, which in ref.SETS:
             if not any(row[0] in shown for row in set_rows):
                 continue
-            which = "" if set_rows is ref.ROWS else " (-steady cases)"
             sys.stdout.write(f"real{which}: measured {measured[:10]} ({kernel})\n"
                              f"sim{which}: eevdf, tick {tick}, host profile {args.profile or set_profile}\n")
         body = [[r["case"] + (" *" if r["held_out"] else ""), r["metric"], num(r["real"], 4), num(r["sim"], 4),
