@@ -119,13 +119,12 @@ def test_user_space_ple_boost(tmp_path, capsys):
 
 @needs_linux
 @pytest.mark.parametrize("policy", ["migrate", "boost"])
-def test_ple_boosts_end_on_time_and_leave_every_vcpu_as_it_was(policy):
+def test_a_ple_run_with_boosts_makes_no_failed_call(policy):
     """Four ticket-lock vCPUs as host threads on the machine's CPUs, with a short window:
-    every exit boosts (or moves) a candidate and ends the previous boost. The handler makes
-    its system calls outside its lock, so two exits' calls on one vCPU can land in either
-    order; none may fail, and at the end each thread is back to its own policy and affinity
-    (the harness restores them before it returns: an `errors` count or a warning says it
-    could not)."""
+    every exit boosts (or moves) a candidate and ends the previous boost, with the calls
+    made outside the handler's lock. None of the calls fails and the run has no warning,
+    and the calling thread's own affinity is untouched. (That every thread is as the state
+    says is the Rust test `ple_calls_leave_every_thread_as_the_state_says`.)"""
     if policy == "boost" and os.geteuid() != 0:
         pytest.skip("boosting another thread to nice -20 needs root")
     sc = {"name": "p", "duration": "300ms", "kvm": {"repetitions": 1, "mode": "threads",
@@ -149,7 +148,7 @@ def test_the_spin_program_samples_each_window_and_never_exits():
     v = res["vcpus"][0]
     assert v["ops"] > 10 and v["ple_exits"] == 0
     assert len(v["samples_ns"]) == v["ops"]  # 50 ms of ~50 us windows: far below the buffer
-    assert v["ops"] * 4096 <= v["spins"] < (v["ops"] + 1) * 4096
+    assert v["ops"] * 4096 <= v["spins"] <= (v["ops"] + 1) * 4096
     assert all(x > 0 for x in v["samples_ns"])
 
 

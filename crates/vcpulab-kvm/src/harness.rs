@@ -286,9 +286,11 @@ pub struct RunResult {
 
 // ---------------------------------------------------------------------------- PLE
 
-/// The active boost: which vCPU, and when it ends.
+/// The active boost: which vCPU, the CPU of the spinner that chose it (where `migrate`
+/// moves it, whichever thread makes the call), and when it ends.
 struct Boost {
     vcpu: usize,
+    cpu: usize,
     until: Instant,
 }
 
@@ -349,6 +351,7 @@ impl Ple {
             }
             PlePolicy::Boost | PlePolicy::BoostFifo | PlePolicy::Migrate => {
                 let n = self.tids.len();
+                let cpu = policy::current_cpu();
                 let (ended, chosen) = {
                     let mut st = self.state.lock().unwrap();
                     let start = st.last_boosted.map(|l| l + 1).unwrap_or(0);
@@ -357,9 +360,15 @@ impl Ple {
                     });
                     if chosen.is_some() {
                         st.last_boosted = chosen;
+                        if self.policy == PlePolicy::Migrate {
+                            self.migrations.fetch_add(1, Relaxed);
+                        } else {
+                            self.boosts.fetch_add(1, Relaxed);
+                        }
                     }
                     let ended = st.switch(chosen.map(|c| Boost {
                         vcpu: c,
+                        cpu,
                         until: Instant::now() + self.boost_for,
                     }));
                     (ended, chosen)
@@ -389,28 +398,21 @@ impl Ple {
                     return;
                 }
                 seen = Some(st.changes[v]);
-                st.active.as_ref().is_some_and(|b| b.vcpu == v)
+                st.active.as_ref().filter(|b| b.vcpu == v).map(|b| b.cpu)
             };
-            let ok = if want {
-                self.apply(v)
-            } else {
-                self.base[v].get().is_some_and(|b| b.restore().is_ok())
+            let ok = match want {
+                Some(cpu) => self.apply(v, cpu),
+                None => self.base[v].get().is_some_and(|b| b.restore().is_ok()),
             };
-            if !ok {
-                if !self.done[v].load(SeqCst) {
-                    self.errors.fetch_add(1, Relaxed);
-                }
-            } else if want && self.policy == PlePolicy::Migrate {
-                self.migrations.fetch_add(1, Relaxed);
-            } else if want {
-                self.boosts.fetch_add(1, Relaxed);
+            if !ok && !self.done[v].load(SeqCst) {
+                self.errors.fetch_add(1, Relaxed);
             }
         }
     }
 
-    /// The policy's change to vCPU `c`: nice -20, SCHED_FIFO 1, or the spinner's CPU;
-    /// false if it failed.
-    fn apply(&self, c: usize) -> bool {
+    /// The policy's change to vCPU `c`: nice -20, SCHED_FIFO 1, or CPU `cpu` (the
+    /// spinner's); false if it failed.
+    fn apply(&self, c: usize, cpu: usize) -> bool {
         let (tid, Some(base)) = (self.tids[c].load(SeqCst), self.base[c].get()) else {
             return false;
         };
@@ -431,7 +433,7 @@ impl Ple {
                     ..Default::default()
                 },
             ),
-            _ => policy::set_affinity(tid, &[policy::current_cpu()]),
+            _ => policy::set_affinity(tid, &[cpu]),
         };
         r.is_ok()
     }
@@ -456,7 +458,9 @@ impl Ple {
     }
 
     /// A vCPU thread is about to restore its own policy and exit: its boost ends, and no
-    /// new call touches it (one in flight may fail, which is not counted as an error).
+    /// new call touches it. A call already under way may fail (not counted as an error) or
+    /// land after the thread's own restore, which leaves it boosted for the last
+    /// microseconds before it exits, after its figures were read.
     fn finished(&self, v: usize) {
         let mut st = self.state.lock().unwrap();
         self.done[v].store(true, SeqCst);
@@ -885,7 +889,7 @@ pub fn run(cfg: Config) -> Result<RunResult> {
                 } else {
                     runner.run(&ctx, v)
                 };
-                if ctx.cfg.vcpus[v].program != Program::Idle {
+                if ctx.cfg.vcpus[v].program != Program::Idle || outcome.is_err() {
                     ctx.finished_busy.fetch_add(1, SeqCst);
                 }
                 ctx.finished.fetch_add(1, SeqCst);
@@ -1144,13 +1148,14 @@ mod tests {
 
     /// Two spinners exit at once, over and over, under `migrate` (affinity changes need no
     /// privilege), on three busy vCPU threads: each exit ends one boost and begins the
-    /// next. Between rounds every thread is as the state says, no call fails, and once the
-    /// last boost has ended every thread has its own affinity back. (The order race `sync`
-    /// guards against, a restore reaching the kernel between another exit's reading of the
-    /// state and its call, is too narrow to come up here: this checks the bookkeeping
-    /// around it. Leaving out the restores fails it.)
+    /// next. Between rounds every thread is as the state says, moved to the CPU of the
+    /// spinner that chose it, no call fails, and once the last boost has ended every thread
+    /// has its own affinity back. This checks the bookkeeping, not the order race `sync`
+    /// guards against: with three candidates a round never re-chooses the vCPU whose boost
+    /// it ended, so a restore cannot land after a newer apply here. Leaving out the
+    /// restores fails it.
     #[test]
-    fn ple_calls_follow_the_state_whatever_order_they_land_in() {
+    fn ple_calls_leave_every_thread_as_the_state_says() {
         let cpus = policy::get_affinity(policy::gettid()).unwrap();
         if cpus.len() < 2 {
             return; // one CPU: every move is a no-op
@@ -1203,22 +1208,27 @@ mod tests {
         // must be as the state says: the active boost's moved to one CPU, the others back.
         let rounds = 150;
         let gate = Arc::new(Barrier::new(3));
+        let failed = Arc::new(AtomicBool::new(false));
         let spinners: Vec<_> = (0..2)
             .map(|k| {
-                let (ple, gate, cpu) = (ple.clone(), gate.clone(), cpus[k]);
+                let (ple, gate, cpu, failed) = (ple.clone(), gate.clone(), cpus[k], failed.clone());
                 std::thread::spawn(move || {
                     // Pinned to one CPU each (a failure only leaves them unpinned).
                     let _ = policy::set_affinity(policy::gettid(), &[cpu]);
                     for round in 0..rounds {
                         gate.wait();
-                        // The second spinner exits 0-120 us after the first, so that its
-                        // exit falls at every point of the first's calls.
+                        // The second spinner exits 0-120 us after the first, so that the
+                        // two exits' calls overlap in various ways.
                         let lag = Duration::from_micros(if k == 1 { (round * 7) % 120 } else { 0 });
                         let t = Instant::now();
                         while t.elapsed() < lag {
                             std::hint::spin_loop();
                         }
-                        ple.on_spin(3); // a spinner that is not one of the three
+                        // A panic would leave the others waiting at the gate: note it instead.
+                        let exit = std::panic::AssertUnwindSafe(|| ple.on_spin(3)); // not one of the three
+                        if std::panic::catch_unwind(exit).is_err() {
+                            failed.store(true, SeqCst);
+                        }
                         gate.wait();
                     }
                 })
@@ -1228,11 +1238,20 @@ mod tests {
         for round in 0..rounds {
             gate.wait();
             gate.wait();
-            let active = ple.state.lock().unwrap().active.as_ref().map(|b| b.vcpu);
+            let active = ple
+                .state
+                .lock()
+                .unwrap()
+                .active
+                .as_ref()
+                .map(|b| (b.vcpu, b.cpu));
             for (v, &tid) in tids.iter().enumerate() {
                 let now = policy::get_affinity(tid).unwrap();
-                let moved = now.len() == 1;
-                if moved != (active == Some(v)) {
+                let want = match active {
+                    Some((a, cpu)) if a == v => vec![cpu],
+                    _ => ple.base[v].get().unwrap().affinity.clone(),
+                };
+                if now != want {
                     stale.push((round, v, now));
                 }
             }
@@ -1240,6 +1259,7 @@ mod tests {
         for s in spinners {
             s.join().unwrap();
         }
+        assert!(!failed.load(SeqCst), "an exit panicked");
         assert!(
             stale.is_empty(),
             "threads not as the state says (round, vCPU, affinity): {stale:?}"
@@ -1247,7 +1267,7 @@ mod tests {
         ple.expire(true);
         assert_eq!(ple.errors.load(SeqCst), 0);
         assert_eq!(ple.exits.load(SeqCst), 2 * rounds);
-        assert!(ple.migrations.load(SeqCst) >= rounds);
+        assert_eq!(ple.migrations.load(SeqCst), 2 * rounds); // every exit chose one
         for (v, &tid) in tids.iter().enumerate() {
             let base = &ple.base[v].get().unwrap().affinity;
             assert_eq!(&policy::get_affinity(tid).unwrap(), base, "vCPU {v}");
