@@ -108,14 +108,15 @@ def _per_op_ns(res: dict[str, Any]) -> Optional[float]:
     return wall * 1e9 / ops if ops else None
 
 
-def _wake_p50_ns(res: dict[str, Any]) -> Optional[float]:
+def _sample_p50_ns(res: dict[str, Any]) -> Optional[float]:
+    """The median of a run's samples (its wake-ups, or its spin windows), ns."""
     s = sorted(x for v in res["vcpus"] for x in v["samples_ns"])
     return s[len(s) // 2] if s else None
 
 
 def _spin_ns(res: dict[str, Any]) -> Optional[float]:
-    s = sorted(x for v in res["vcpus"] for x in v["samples_ns"])
-    return s[len(s) // 2] / SPIN_WINDOW if s else None
+    window = _sample_p50_ns(res)
+    return window / SPIN_WINDOW if window is not None else None
 
 
 def _slice_ns(res: dict[str, Any]) -> Optional[float]:
@@ -127,10 +128,10 @@ def _slice_ns(res: dict[str, Any]) -> Optional[float]:
 MEASUREMENTS: list[tuple[str, str, list[dict[str, Any]], Callable[[dict[str, Any]], Optional[float]]]] = [
     ("exit_round_trip", "guest -> VMM in user space -> guest (null-exit, 1 vCPU)", [_v("null-exit")], _per_op_ns),
     ("halt_wakeup", "wake of a halted vCPU -> its guest code runs (wake, 1 vCPU, 200 us gaps)",
-     [_v("wake", io={"dist": "fixed", "value_ns": WAKE_GAP_NS})], _wake_p50_ns),
+     [_v("wake", io={"dist": "fixed", "value_ns": WAKE_GAP_NS})], _sample_p50_ns),
     ("interrupt_wakeup", "an MSI through an irqfd wakes a vCPU halted in the kernel -> its guest code runs "
                          "(irq-wake, 1 vCPU, 1 ms gaps)",
-     [_v("irq-wake", io={"dist": "fixed", "value_ns": IRQ_GAP_NS})], _wake_p50_ns),
+     [_v("irq-wake", io={"dist": "fixed", "value_ns": IRQ_GAP_NS})], _sample_p50_ns),
     ("cacheline_handoff", "one cache-line handoff between two PAUSE-polling vCPUs (ping-pong, 2 vCPUs)",
      [_v("ping-pong"), _v("ping-pong")], _per_op_ns),
     ("spin", f"one spin of the lock programs' wait loop (spin, 1 vCPU; median of {SPIN_WINDOW}-spin windows)",

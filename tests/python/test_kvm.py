@@ -142,8 +142,10 @@ def test_a_ple_run_with_boosts_makes_no_failed_call(policy):
 def test_the_spin_program_samples_each_window_and_never_exits():
     """`spin` (the calibration of one spin of the wait loop): one sample per window of
     `ple.window` spins, no PLE exit, and every spin counted."""
-    cfg = {"duration_ns": 50_000_000, "mode": "threads", "seed": 1, "timeout_ns": 30 * 10**9, "cgroups": [],
-           "ple": {"window": 4096}, "vcpus": [{"program": "spin", "group": 0, "policy": {}}]}
+    from vcpulab import kvm_calibrate
+
+    cfg = kvm_calibrate._cfg([kvm_calibrate._v("spin")], 50_000_000, "threads")
+    assert cfg["ple"] == {"window": 4096}
     res = kvm.run_config(cfg)
     v = res["vcpus"][0]
     assert v["ops"] > 10 and v["ple_exits"] == 0

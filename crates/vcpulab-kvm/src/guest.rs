@@ -257,7 +257,7 @@ fn emit(a: &mut Asm, p: Program) {
             a.jcc(Cond::E, got);
             a.bind(spin); // test: spin reading until the word looks free
             a.pause();
-            spin_check(a, done);
+            spin_check(a, done, ple_exit);
             a.cmp_mem_imm(m(Rbx, L_WORD), 0);
             a.jcc(Cond::Ne, spin);
             a.jmp(try_);
@@ -274,7 +274,7 @@ fn emit(a: &mut Asm, p: Program) {
             a.xor(R11, R11);
             a.mov_imm(Rax, 1);
             a.lock_xadd(m(Rbx, L_WORD), Rax); // rax = my ticket
-            spin_until_equal(a, Rax, m(Rbx, L_OWNER), wait, got, done);
+            spin_until_equal(a, Rax, m(Rbx, L_OWNER), [wait, got, done], ple_exit);
             a.bind(got);
             a.delay(R12);
             a.inc(Rsi);
@@ -296,13 +296,13 @@ fn emit(a: &mut Asm, p: Program) {
             a.store_imm(m(Rbx, B_COUNT), 0); // the last to arrive resets and releases
             a.store(m(Rbx, B_SENSE), R15);
             a.jmp(passed);
-            spin_until_equal(a, R15, m(Rbx, B_SENSE), wait, passed, done);
+            spin_until_equal(a, R15, m(Rbx, B_SENSE), [wait, passed, done], ple_exit);
             a.bind(passed);
             a.inc(Rsi);
             stop_or(a, top, done);
         }
         Program::Wake | Program::Timer | Program::IrqWake => {
-            let (top, full) = (a.label(), a.label());
+            let top = a.label();
             if p == Program::IrqWake {
                 a.mov_imm(R15, LAPIC_EOI); // for the interrupt handler
             }
@@ -325,11 +325,7 @@ fn emit(a: &mut Asm, p: Program) {
             }
             a.rdtsc64();
             a.sub_load(Rax, m(R8, R_STAMP)); // latency in TSC ticks
-            a.cmp_load(Rdi, m(R8, P_SAMPLES_END));
-            a.jcc(Cond::Ae, full);
-            a.store(m(Rdi, 0), Rax);
-            a.add_imm(Rdi, 8);
-            a.bind(full);
+            store_sample(a, Rax);
             a.inc(Rsi);
             stop_or(a, top, done);
         }
@@ -339,18 +335,14 @@ fn emit(a: &mut Asm, p: Program) {
         Program::NullExit => {
             // Each round trip is also a sample (TSC ticks from before the exit to after
             // the re-entry), so a profile can give its distribution, not only its mean.
-            let (top, full) = (a.label(), a.label());
+            let top = a.label();
             a.bind(top);
             a.rdtsc64();
             a.mov(R15, Rax);
             a.out(PORT_NULL);
             a.rdtsc64();
             a.sub(Rax, R15);
-            a.cmp_load(Rdi, m(R8, P_SAMPLES_END));
-            a.jcc(Cond::Ae, full);
-            a.store(m(Rdi, 0), Rax);
-            a.add_imm(Rdi, 8);
-            a.bind(full);
+            store_sample(a, Rax);
             a.inc(Rsi);
             stop_or(a, top, done);
         }
@@ -363,14 +355,14 @@ fn emit(a: &mut Asm, p: Program) {
             a.mov(Rax, Rsi);
             a.shl_imm(Rax, 1);
             a.or(Rax, R15);
-            spin_until_equal(a, Rax, m(Rbx, L_WORD), wait, go, done);
+            spin_until_equal(a, Rax, m(Rbx, L_WORD), [wait, go, done], ple_exit);
             a.bind(go);
             a.inc_mem(m(Rbx, L_WORD)); // only the vCPU whose turn it is writes
             a.inc(Rsi);
             stop_or(a, top, done);
         }
         Program::Gaps => {
-            let (top, full, short) = (a.label(), a.label(), a.label());
+            let (top, short) = (a.label(), a.label());
             a.load(R12, m(R8, P_SLEEP)); // the threshold, TSC ticks
             a.rdtsc64();
             a.mov(R15, Rax);
@@ -382,46 +374,27 @@ fn emit(a: &mut Asm, p: Program) {
             a.cmp(R11, R12);
             a.jcc(Cond::B, short);
             a.inc(Rsi);
-            a.cmp_load(Rdi, m(R8, P_SAMPLES_END));
-            a.jcc(Cond::Ae, full);
-            a.store(m(Rdi, 0), R11);
-            a.add_imm(Rdi, 8);
-            a.bind(full);
+            store_sample(a, R11);
             a.bind(short);
             stop_or(a, top, done);
         }
         Program::Spin => {
-            // The instructions of `spin_until_equal` and `spin_check`, with the exit
-            // replaced by taking a sample: r15 holds the TSC at the window's start.
-            let (wait, cont, full) = (a.label(), a.label(), a.label());
+            // The lock programs' wait, with the PLE exit replaced by taking a sample: r15
+            // holds the TSC at the window's start.
             a.mov_imm(R12, 1); // the group's owner word stays 0: no vCPU takes a ticket
             a.rdtsc64();
             a.mov(R15, Rax);
             a.xor(R11, R11);
-            a.bind(wait);
-            a.cmp_load(R12, m(Rbx, L_OWNER));
-            a.jcc(Cond::E, done);
-            a.pause();
-            a.inc(R9);
-            a.cmp_mem_imm(m(Rbp, G_STOP), 0);
-            a.jcc(Cond::Ne, done);
-            a.inc(R11);
-            a.cmp(R11, R14);
-            a.jcc(Cond::B, cont);
-            a.xor(R11, R11);
-            a.rdtsc64();
-            a.mov(R13, Rax);
-            a.sub(Rax, R15); // the window's TSC ticks
-            a.mov(R15, R13);
-            a.cmp_load(Rdi, m(R8, P_SAMPLES_END));
-            a.jcc(Cond::Ae, full);
-            a.store(m(Rdi, 0), Rax);
-            a.add_imm(Rdi, 8);
-            a.bind(full);
-            a.inc(Rsi);
-            a.store(m(R8, R_OPS), Rsi);
-            a.bind(cont);
-            a.jmp(wait);
+            let wait = a.label();
+            spin_until_equal(a, R12, m(Rbx, L_OWNER), [wait, done, done], |a| {
+                a.rdtsc64();
+                a.mov(R13, Rax);
+                a.sub(Rax, R15); // the window's TSC ticks
+                a.mov(R15, R13);
+                store_sample(a, Rax);
+                a.inc(Rsi);
+                a.store(m(R8, R_OPS), Rsi);
+            });
         }
     }
     epilogue(a, done);
@@ -451,9 +424,10 @@ fn prologue(a: &mut Asm, done: Label) {
     a.store(m(R8, R_TSTART), Rax);
 }
 
-/// Inside a spin: count it, leave if the host said stop, and take the PLE exit when the
-/// current wait has spun `r14` times.
-fn spin_check(a: &mut Asm, done: Label) {
+/// Inside a spin: count it, leave if the host said stop, and when the current wait has
+/// spun `r14` times start a new window and run `at_window` (the lock programs: the PLE
+/// exit, `ple_exit`).
+fn spin_check(a: &mut Asm, done: Label, at_window: impl FnOnce(&mut Asm)) {
     let cont = a.label();
     a.inc(R9);
     a.cmp_mem_imm(m(Rbp, G_STOP), 0);
@@ -462,20 +436,41 @@ fn spin_check(a: &mut Asm, done: Label) {
     a.cmp(R11, R14);
     a.jcc(Cond::B, cont);
     a.xor(R11, R11);
-    a.inc(R10);
-    a.out(PORT_PLE);
+    at_window(a);
     a.bind(cont);
 }
 
-/// Binds `wait`: spin (PAUSE, then `spin_check`) until `[mem]` equals `r`, then go to
-/// `out`. The wait of the ticket, barrier and ping-pong programs.
-fn spin_until_equal(a: &mut Asm, r: Reg, mem: Mem, wait: Label, out: Label, done: Label) {
+/// The user-space pause-loop exit: count it and `out` to the harness.
+fn ple_exit(a: &mut Asm) {
+    a.inc(R10);
+    a.out(PORT_PLE);
+}
+
+/// Binds `wait`: spin (PAUSE, then `spin_check` with `at_window`) until `[mem]` equals
+/// `r`, then go to `out`. The wait of the ticket, barrier, ping-pong and spin programs.
+fn spin_until_equal(
+    a: &mut Asm,
+    r: Reg,
+    mem: Mem,
+    [wait, out, done]: [Label; 3],
+    at_window: impl FnOnce(&mut Asm),
+) {
     a.bind(wait);
     a.cmp_load(r, mem);
     a.jcc(Cond::E, out);
     a.pause();
-    spin_check(a, done);
+    spin_check(a, done, at_window);
     a.jmp(wait);
+}
+
+/// Stores `r` as the next sample at `rdi`, unless the vCPU's sample buffer is full.
+fn store_sample(a: &mut Asm, r: Reg) {
+    let full = a.label();
+    a.cmp_load(Rdi, m(R8, P_SAMPLES_END));
+    a.jcc(Cond::Ae, full);
+    a.store(m(Rdi, 0), r);
+    a.add_imm(Rdi, 8);
+    a.bind(full);
 }
 
 /// After each op: publish the op count (the host reads it at the end of a warm-up; one

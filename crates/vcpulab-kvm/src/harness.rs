@@ -338,6 +338,27 @@ impl PleState {
 }
 
 impl Ple {
+    /// The handler of `n` vCPUs, before any has started (no thread ids or policies yet).
+    fn new(policy: PlePolicy, boost_for: Duration, n: usize) -> Ple {
+        Ple {
+            policy,
+            boost_for,
+            tids: (0..n).map(|_| AtomicI32::new(0)).collect(),
+            done: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            base: (0..n).map(|_| OnceLock::new()).collect(),
+            state: Mutex::new(PleState {
+                last_boosted: None,
+                active: None,
+                changes: vec![0; n],
+            }),
+            exits: AtomicU64::new(0),
+            yields: AtomicU64::new(0),
+            boosts: AtomicU64::new(0),
+            migrations: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+        }
+    }
+
     /// A spin by `spinner` exceeded the window. Like `kvm_vcpu_on_spin`: candidates in round
     /// robin order after the last boosted vCPU, skipping the spinner (and finished vCPUs).
     /// The previous boost ends where the next begins.
@@ -807,23 +828,7 @@ pub fn run(cfg: Config) -> Result<RunResult> {
         tsc_hz,
         efds,
         waker: Mutex::new(Some(wtx)),
-        ple: Ple {
-            policy: cfg.ple.policy,
-            boost_for: Duration::from_nanos(cfg.ple.boost_ns),
-            tids: (0..n).map(|_| AtomicI32::new(0)).collect(),
-            done: (0..n).map(|_| AtomicBool::new(false)).collect(),
-            base: (0..n).map(|_| OnceLock::new()).collect(),
-            state: Mutex::new(PleState {
-                last_boosted: None,
-                active: None,
-                changes: vec![0; n],
-            }),
-            exits: AtomicU64::new(0),
-            yields: AtomicU64::new(0),
-            boosts: AtomicU64::new(0),
-            migrations: AtomicU64::new(0),
-            errors: AtomicU64::new(0),
-        },
+        ple: Ple::new(cfg.ple.policy, Duration::from_nanos(cfg.ple.boost_ns), n),
         cgroups: Mutex::new(cgroups),
         rng: (0..n)
             .map(|i| AtomicU64::new((cfg.seed ^ 0x9E3779B97F4A7C15).wrapping_mul(i as u64 + 1) | 1))
@@ -1184,26 +1189,12 @@ mod tests {
             })
             .collect();
         let tids: Vec<i32> = (0..3).map(|_| rx.recv().unwrap()).collect();
-        let ple = Arc::new(Ple {
-            policy: PlePolicy::Migrate,
-            boost_for: Duration::from_millis(1),
-            tids: tids.iter().map(|&t| AtomicI32::new(t)).collect(),
-            base: tids
-                .iter()
-                .map(|&t| OnceLock::from(Saved::capture(t).unwrap()))
-                .collect(),
-            done: (0..3).map(|_| AtomicBool::new(false)).collect(),
-            state: Mutex::new(PleState {
-                last_boosted: None,
-                active: None,
-                changes: vec![0; 3],
-            }),
-            exits: AtomicU64::new(0),
-            yields: AtomicU64::new(0),
-            boosts: AtomicU64::new(0),
-            migrations: AtomicU64::new(0),
-            errors: AtomicU64::new(0),
-        });
+        let ple = Ple::new(PlePolicy::Migrate, Duration::from_millis(1), 3);
+        for (v, &tid) in tids.iter().enumerate() {
+            ple.base[v].set(Saved::capture(tid).unwrap()).unwrap();
+            ple.tids[v].store(tid, SeqCst);
+        }
+        let ple = Arc::new(ple);
         // Rounds: both spinners exit at once, then, with no call in flight, every thread
         // must be as the state says: the active boost's moved to one CPU, the others back.
         let rounds = 150;
