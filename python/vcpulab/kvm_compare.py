@@ -172,8 +172,10 @@ def _sim_sc(name: str, vms: list[dict[str, Any]], duration: str, sched: dict[str
     host: dict[str, Any] = {"cores_per_socket": 2}
     if sched.get("_profile"):
         host["profile"] = sched["_profile"]
-    # The monitor runs in every real case. (The host profile's interruptions were measured
-    # with the harness too, so they already hold some of its preemptions: docs/validation.md.)
+    # The monitor runs in every real case. (A profile calibrated before session 31 measured
+    # its interruptions with the monitor waking every 500 us, so they hold most of its
+    # preemptions too; since then calibrate keeps it quiet: docs/validation.md, "The
+    # monitor counted twice".)
     return {"name": name, "duration": duration, "seed": 1, "host": host, "scheduler": sched, "vm": vms,
             "host_thread": [HARNESS_MONITOR]}
 

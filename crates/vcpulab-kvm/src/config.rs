@@ -19,6 +19,13 @@ pub struct Config {
     /// is stopped (vCPUs kicked out of KVM_RUN) and reported as an error.
     #[serde(default = "default_timeout")]
     pub timeout_ns: u64,
+    /// How often the monitor thread wakes during the measured interval: to end expired PLE
+    /// boosts, take the warm-up mark, and notice a finished vCPU or Ctrl-C. Each wake-up
+    /// preempts a vCPU thread when every CPU is busy. `vcpulab kvm calibrate` measures the
+    /// host's noise with a slow monitor (`MONITOR_POLL_QUIET_NS` there), so that the
+    /// harness's own wake-ups stay out of it; everything else takes the default, 500 us.
+    #[serde(default = "default_monitor_poll")]
+    pub monitor_poll_ns: u64,
     #[serde(default)]
     pub mode: Mode,
     #[serde(default = "default_seed")]
@@ -35,6 +42,9 @@ pub struct Config {
 
 fn default_timeout() -> u64 {
     60_000_000_000
+}
+fn default_monitor_poll() -> u64 {
+    500_000
 }
 fn default_seed() -> u64 {
     1

@@ -718,6 +718,12 @@ fn validate(cfg: &Config) -> Result<()> {
     if cfg.duration_ns == 0 {
         return Err(Error::Config("duration must be > 0".into()));
     }
+    if !(1_000..=1_000_000_000).contains(&cfg.monitor_poll_ns) {
+        return Err(Error::Config(format!(
+            "monitor_poll_ns {}: must be 1000 (1 us) .. 1000000000 (1 s)",
+            cfg.monitor_poll_ns
+        )));
+    }
     for (i, v) in cfg.vcpus.iter().enumerate() {
         if v.group >= MAX_GROUPS {
             return Err(Error::Config(format!(
@@ -1041,7 +1047,7 @@ fn monitor<T>(ctx: &Ctx, handles: &[std::thread::JoinHandle<T>]) -> Result<Optio
     let n = ctx.cfg.vcpus.len() as u64;
     let t_begin = Instant::now();
     let limit = Duration::from_nanos(ctx.cfg.timeout_ns);
-    let step = Duration::from_micros(500);
+    let step = Duration::from_nanos(ctx.cfg.monitor_poll_ns);
     // 1. everyone at the in-guest start barrier
     loop {
         if ctx.setup_failed.lock().unwrap().is_some() || INTERRUPTED.load(SeqCst) {
@@ -1288,5 +1294,24 @@ mod tests {
         assert!(is_latency((40e-6 * tsc_hz) as u64, tsc_hz));
         assert!(is_latency((999.0 * tsc_hz) as u64, tsc_hz));
         assert!(!is_latency((1001.0 * tsc_hz) as u64, tsc_hz));
+    }
+
+    /// The monitor wakes every 500 us unless the caller says otherwise (calibrate's noise
+    /// runs do), and a period outside 1 us .. 1 s is refused with its key.
+    #[test]
+    fn the_monitor_period_has_a_default_and_bounds() {
+        let cfg = |extra: &str| -> Config {
+            serde_json::from_str(&format!(
+                r#"{{"duration_ns": 1000000, "vcpus": [{{"program": "compute"}}]{extra}}}"#
+            ))
+            .unwrap()
+        };
+        assert_eq!(cfg("").monitor_poll_ns, 500_000);
+        assert!(validate(&cfg("")).is_ok());
+        assert!(validate(&cfg(r#", "monitor_poll_ns": 100000000"#)).is_ok());
+        for bad in ["999", "1000000001"] {
+            let e = validate(&cfg(&format!(r#", "monitor_poll_ns": {bad}"#))).unwrap_err();
+            assert!(e.to_string().contains("monitor_poll_ns"), "{e}");
+        }
     }
 }
