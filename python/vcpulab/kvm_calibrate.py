@@ -65,11 +65,14 @@ What is measured, each with its own guest program (none of them is a comparison 
   switches, which one log-normal does not follow in its tail). The gaps hold the tick, device and timer
   interrupts, softirq work and kernel threads that ran on the CPU, each with the world
   switch it costs on this host; they are measured together, not apart. Not the harness's
-  own monitor thread, since session 31: it wakes every 500 us in other runs, preempting a
-  vCPU thread each time, so these runs wake it ten times a second instead
-  (``MONITOR_POLL_QUIET_NS``). Before, its wake-ups were part of the measured noise, and
-  `vcpulab kvm compare`, which models the monitor as a host thread of its own, counted them
-  twice.
+  own monitor thread, since session 31 (below).
+
+Every run keeps the harness's monitor thread quiet (since session 31): it wakes every 500
+us in other runs, preempting a vCPU thread each time when every CPU is busy, so calibrate's
+runs wake it ten times a second (``MONITOR_POLL_QUIET_NS``). Before, its wake-ups were part
+of the measured noise (about three fifths of the gaps, four fifths of the time they took,
+on the Xeon of 2026-12-05), and of the ping-pong and slice runs, and `vcpulab kvm compare`,
+which models the monitor as a host thread of its own, counted them twice.
 - ``housekeeping_*``: the host's kernel threads (kworker, ksoftirqd, RCU, migration,
   kdamond, ...), from /proc/PID/schedstat of every child of kthreadd before and after the
   same runs: runs per second per CPU, their mean run, and the median of the runs' per-thread
@@ -102,13 +105,14 @@ SPIN_WINDOW = 4096  # spins per sample: the user-space PLE window of `vcpulab kv
 GAP_THRESHOLD_NS = 1_000  # a TSC loop iteration is ~10-30 ns; 1 us is far above its jitter
 # The harness's monitor thread wakes every 500 us in a run (its config's `monitor_poll_ns`),
 # and with every CPU busy each wake-up preempts a vCPU thread: the harness's own noise, not
-# the host's. The noise runs wake it ten times a second instead (it then only ends the run).
+# the host's. Calibrate's runs wake it ten times a second instead (it then only ends the
+# run; none of them boosts under PLE, which would need it sooner).
 MONITOR_POLL_QUIET_NS = 100_000_000
 
 
 def _cfg(vcpus: list[dict[str, Any]], duration_ns: int, mode: str) -> dict[str, Any]:
     cfg = {"duration_ns": duration_ns, "mode": mode, "seed": 1, "timeout_ns": max(30 * 10**9, 3 * duration_ns + 10**10),
-           "vcpus": vcpus, "cgroups": []}
+           "vcpus": vcpus, "cgroups": [], "monitor_poll_ns": MONITOR_POLL_QUIET_NS}
     if any(v["program"] == "spin" for v in vcpus):
         cfg["ple"] = {"window": SPIN_WINDOW}  # the spin program's sample period; it takes no exit
     return cfg
@@ -337,7 +341,7 @@ def calibrate(duration: str = "1s", repetitions: int = 3, mode: str = "kvm",
             progress(f"noise: run {i + 1}/{repetitions}")
         vcpus = [_v("gaps", sleep_ns=GAP_THRESHOLD_NS) for _ in range(ncpus)]
         before, t0 = _kthreads(), time.monotonic()
-        res = K.run_config({**_cfg(vcpus, dur_ns, mode), "monitor_poll_ns": MONITOR_POLL_QUIET_NS})
+        res = K.run_config(_cfg(vcpus, dur_ns, mode))
         hk = _housekeeping(before, _kthreads(), time.monotonic() - t0, ncpus)
         for k, x in {**_gaps(res), **hk}.items():
             if x is not None:
@@ -412,6 +416,7 @@ def profile_toml(cal: dict[str, Any], command: str, name: str) -> str:
             lines += [f"housekeeping_rate = {hr:.4g}  # housekeeping_rate",
                       f"housekeeping_run = {run}  # housekeeping_p50; sqrt(2 ln(housekeeping_mean / housekeeping_p50))"]
         lines.append("")
+
     def cost(out_key: str, key: str) -> list[str]:
         fit = _lognormal(val(f"{key}_p50"), val(f"{key}_mean"))
         if fit is not None:
@@ -421,8 +426,8 @@ def profile_toml(cal: dict[str, Any], command: str, name: str) -> str:
         return []
 
     # A guest's halt is in the kernel and an interrupt ends it: that wake-up is the model's
-    # halt_wakeup_cost. The harness's user-space halt (its `wake` program) pays more, the
-    # way back to the VMM and KVM_RUN, and only `vcpulab kvm compare` models that halt.
+    # halt_wakeup_cost. The harness's user-space halt (its `wake` program) goes back to the
+    # VMM and through KVM_RUN instead; only `vcpulab kvm compare` models that halt.
     kv = cost("ple_exit_cost", "exit_round_trip") + cost("halt_wakeup_cost", "interrupt_wakeup")
     if kv:
         lines += ["[kvm]", *kv, ""]

@@ -401,7 +401,8 @@ def cases() -> list[dict[str, Any]]:
                  "an exit round trip of the vCPU's thread per halt, from the waker's pass to the thread taking the "
                  "request, the wake-up paying the profile's [harness] halt_wakeup_cost (the user-space halt's)"
                  + ("; nice 19 on the woken vCPU (sim: VM weight 4 vs 256)" if nice else ""))
-    # Held out (issue 27, part 6; since 2026-11-27, session 23): the vCPU halts in the kernel
+    # The interrupt cases (issue 27, part 6; since 2026-11-27, session 23, both held out
+    # until session 31): the vCPU halts in the kernel
     # (`sti; hlt` at CPL0, [kvm] halt = "kernel") and is woken by an interrupt the harness
     # sends through an irqfd routed as an MSI: an interrupt's (an IPI's) delivery to a halted
     # vCPU, and, at gaps shorter than the host's halt_poll_ns, KVM's halt polling. Sim: the

@@ -203,10 +203,12 @@ STEADY_ROWS: list[Row] = [
 IRQ_MEASURED = "2026-12-05 15:40 UTC"
 IRQ_ROWS: list[Row] = [
     ('irq-wake', 'wake_p50', 'us', 13.22, 0.042, [13.21, 12.88, 13.05, 13.35, 13.44, 13.23], (0.5, 2.0),
-     "within 2x of real since session 31 (1.005x; was 2.876x, band pinned). Not held out since then: the sim's "
-     "[kvm] halt_wakeup_cost is the profile's interrupt_wakeup, calibrate's measurement of this program (1 ms gaps "
-     "there, 1-3 ms here); until then it was the harness's user-space halt wake-up (36.9 us), now [harness] "
-     "halt_wakeup_cost, which only the wake cases pay (docs/validation.md)"),
+     "within 2x of real since session 31 (1.009x; was 2.876x, band pinned). Not held out since then, a calibration "
+     "point: the sim's [kvm] halt_wakeup_cost is the profile's interrupt_wakeup, calibrate's measurement of this "
+     "program (1 ms gaps there, 1-3 ms here); until then it was the harness's user-space halt wake-up (36.9 us), "
+     "now [harness] halt_wakeup_cost, which only the wake cases pay. Live runs are bimodal: ~13 us with the waker "
+     "and the vCPU on one CPU, 46-60 us across CPUs, which the sim does not model (0.40x and 0.51x in two live "
+     "comparisons of 2026-12-05; docs/validation.md)"),
     ('halt-poll', 'wake_p50', 'us', 4.297, 1.658, [4.319, 4.236, 4.275, 11.18, 4.055, 11.16], (0.187, 0.292),
      "outside 2x on this machine since session 28: 0.233x, band pinned x/÷ 1.25. KVM's halt polling catches the interrupt on "
      "both sides; the real 4.3 us (2 of 6 runs at 11.2 us) is the interrupt's delivery and the guest's handler at "

@@ -190,6 +190,20 @@ mod tests {
         let kvm = out.get("kvm").unwrap();
         assert_eq!(kvm.get("halt_wakeup_cost").unwrap().as_str(), Some("3us"));
         assert_eq!(kvm.get("ple_exit_cost").unwrap().as_str(), Some("69.9us"));
+        // A profile with the interrupt wake-up fills it where the scenario is silent, and
+        // the scenario's own value wins.
+        let v1252 = |kvm: &str| {
+            let mut v = scenario(kvm);
+            v["host"]["profile"] = Value::String("pvm-xeon-2cpu-v1252".into());
+            apply(&v, "<test>").unwrap().unwrap()
+        };
+        let out = v1252("[kvm]\nple = true\n");
+        assert_eq!(
+            out["kvm"]["halt_wakeup_cost"]["median"].as_str(),
+            Some("12.2us")
+        );
+        let out = v1252("[kvm]\nhalt_wakeup_cost = \"3us\"\n");
+        assert_eq!(out["kvm"]["halt_wakeup_cost"].as_str(), Some("3us"));
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub struct Config {
     /// preempts a vCPU thread when every CPU is busy. `vcpulab kvm calibrate` measures the
     /// host's noise with a slow monitor (`MONITOR_POLL_QUIET_NS` there), so that the
     /// harness's own wake-ups stay out of it; everything else takes the default, 500 us.
+    /// Under a PLE policy that boosts, the monitor wakes at least every `ple.boost_ns`.
     #[serde(default = "default_monitor_poll")]
     pub monitor_poll_ns: u64,
     #[serde(default)]

@@ -1047,7 +1047,7 @@ fn monitor<T>(ctx: &Ctx, handles: &[std::thread::JoinHandle<T>]) -> Result<Optio
     let n = ctx.cfg.vcpus.len() as u64;
     let t_begin = Instant::now();
     let limit = Duration::from_nanos(ctx.cfg.timeout_ns);
-    let step = Duration::from_nanos(ctx.cfg.monitor_poll_ns);
+    let step = Duration::from_nanos(monitor_step_ns(&ctx.cfg));
     // 1. everyone at the in-guest start barrier
     loop {
         if ctx.setup_failed.lock().unwrap().is_some() || INTERRUPTED.load(SeqCst) {
@@ -1113,6 +1113,17 @@ fn monitor<T>(ctx: &Ctx, handles: &[std::thread::JoinHandle<T>]) -> Result<Optio
         std::thread::sleep(Duration::from_millis(1));
     }
     Ok(warm)
+}
+
+/// How long the monitor sleeps between its checks: the config's period, but at most a PLE
+/// boost's length when the policy boosts, since the monitor is what ends an expired boost.
+fn monitor_step_ns(cfg: &Config) -> u64 {
+    match cfg.ple.policy {
+        PlePolicy::Boost | PlePolicy::BoostFifo | PlePolicy::Migrate => {
+            cfg.monitor_poll_ns.min(cfg.ple.boost_ns.max(1))
+        }
+        PlePolicy::None | PlePolicy::Yield => cfg.monitor_poll_ns,
+    }
 }
 
 /// Interrupts every vCPU thread (KVM_RUN returns EINTR; blocked reads too) until all
@@ -1309,9 +1320,25 @@ mod tests {
         assert_eq!(cfg("").monitor_poll_ns, 500_000);
         assert!(validate(&cfg("")).is_ok());
         assert!(validate(&cfg(r#", "monitor_poll_ns": 100000000"#)).is_ok());
+        for ok in ["1000", "1000000000"] {
+            assert!(validate(&cfg(&format!(r#", "monitor_poll_ns": {ok}"#))).is_ok());
+        }
         for bad in ["999", "1000000001"] {
             let e = validate(&cfg(&format!(r#", "monitor_poll_ns": {bad}"#))).unwrap_err();
             assert!(e.to_string().contains("monitor_poll_ns"), "{e}");
+        }
+        // The monitor ends expired boosts, so a boosting policy caps its sleep at a boost.
+        let slow = r#", "monitor_poll_ns": 100000000"#;
+        assert_eq!(monitor_step_ns(&cfg(slow)), 100_000_000);
+        for (policy, step) in [
+            ("yield", 100_000_000),
+            ("boost", 1_000_000),
+            ("migrate", 1_000_000),
+        ] {
+            let c = cfg(&format!(
+                r#"{slow}, "ple": {{"window": 4096, "policy": "{policy}"}}"#
+            ));
+            assert_eq!(monitor_step_ns(&c), step, "{policy}");
         }
     }
 }

@@ -58,8 +58,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.set_defaults(func=cmd_kvm_compare)
     cal = ks.add_parser("calibrate", help="measure this host's costs with the harness; write a host profile",
                         formatter_class=formatter, epilog=KVM_EPILOG,
-                        description="Measure the exit round trip, the halt wake-up (and, recorded only, the interrupt "
-                                    "wake-up of a vCPU halted in the kernel), a cache-line handoff, the host's "
+                        description="Measure the exit round trip, the wake-up of a vCPU halted in the kernel by an "
+                                    "interrupt (and that of the harness's own user-space halt), a cache-line handoff, the host's "
                                     "interruptions and kernel threads, and the slice of busy vCPUs with the KVM "
                                     "harness, and write them as a host profile ([host] profile = \"FILE\" in a "
                                     "scenario; docs/scenarios.md, 'Host profiles').")
