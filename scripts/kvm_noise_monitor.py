@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 
-from vcpulab import kvm as K
 from vcpulab import kvm_calibrate as C
 
 
@@ -29,10 +27,7 @@ def main() -> None:
     for poll in (500_000, C.MONITOR_POLL_QUIET_NS):
         rows = []
         for i in range(reps):
-            vcpus = [C._v("gaps", sleep_ns=C.GAP_THRESHOLD_NS) for _ in range(C._ncpus())]
-            before, t0 = C._kthreads(), time.monotonic()
-            res = K.run_config({**C._cfg(vcpus, 10**9, "kvm"), "monitor_poll_ns": poll})
-            row = {**C._gaps(res), **C._housekeeping(before, C._kthreads(), time.monotonic() - t0, C._ncpus())}
+            row = C.noise_run(10**9, "kvm", poll)
             rows.append(row)
             print(poll, i, {k: round(v, 1) if v else v for k, v in row.items()}, flush=True)
         out[poll] = rows

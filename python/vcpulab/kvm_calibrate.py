@@ -66,13 +66,6 @@ What is measured, each with its own guest program (none of them is a comparison 
   interrupts, softirq work and kernel threads that ran on the CPU, each with the world
   switch it costs on this host; they are measured together, not apart. Not the harness's
   own monitor thread, since session 31 (below).
-
-Every run keeps the harness's monitor thread quiet (since session 31): it wakes every 500
-us in other runs, preempting a vCPU thread each time when every CPU is busy, so calibrate's
-runs wake it ten times a second (``MONITOR_POLL_QUIET_NS``). Before, its wake-ups were part
-of the measured noise (about three fifths of the gaps, four fifths of the time they took,
-on the Xeon of 2026-12-05), and of the ping-pong and slice runs, and `vcpulab kvm compare`,
-which models the monitor as a host thread of its own, counted them twice.
 - ``housekeeping_*``: the host's kernel threads (kworker, ksoftirqd, RCU, migration,
   kdamond, ...), from /proc/PID/schedstat of every child of kthreadd before and after the
   same runs: runs per second per CPU, their mean run, and the median of the runs' per-thread
@@ -81,6 +74,13 @@ which models the monitor as a host thread of its own, counted them twice.
   per pCPU that the host scheduler schedules like any other thread. Unlike an
   interruption, such a thread takes part in the scheduler's fairness, so it can move which
   vCPU runs when.
+
+Every run keeps the harness's monitor thread quiet (since session 31): it wakes every 500
+us in other runs, preempting a vCPU thread each time when every CPU is busy, so calibrate's
+runs wake it ten times a second (``MONITOR_POLL_QUIET_NS``). Before, its wake-ups were part
+of the measured noise (about three fifths of the gaps, four fifths of the time they took,
+on the Xeon of 2026-12-05), and of the ping-pong and slice runs, and `vcpulab kvm compare`,
+which models the monitor as a host thread of its own, counted them twice.
 
 Not measured: the context-switch cost (at the host's few hundred switches a second it is
 below what these runs resolve; the model's 2 us stays) and an IPI between vCPUs (the
@@ -303,6 +303,18 @@ def two_groups(runs: list[float]) -> Optional[tuple[list[float], list[float]]]:
     return vals[:i], vals[i:]
 
 
+def noise_run(duration_ns: int, mode: str, monitor_poll_ns: int = MONITOR_POLL_QUIET_NS) -> dict[str, Optional[float]]:
+    """One noise run: a busy `gaps` vCPU per CPU for `duration_ns`, the monitor waking every
+    `monitor_poll_ns`; the gaps' rate and durations and the kernel threads' runs over it
+    (the `noise_*` and `housekeeping_*` values of one run)."""
+    ncpus = _ncpus()
+    cfg = {**_cfg([_v("gaps", sleep_ns=GAP_THRESHOLD_NS) for _ in range(ncpus)], duration_ns, mode),
+           "monitor_poll_ns": monitor_poll_ns}
+    before, t0 = _kthreads(), time.monotonic()
+    res = K.run_config(cfg)
+    return {**_gaps(res), **_housekeeping(before, _kthreads(), time.monotonic() - t0, ncpus)}
+
+
 def calibrate(duration: str = "1s", repetitions: int = 3, mode: str = "kvm",
               progress: Optional[Callable[[str], None]] = None) -> dict[str, Any]:
     """Runs every measurement ``repetitions`` times; returns {"meta", "values"} where each
@@ -335,15 +347,10 @@ def calibrate(duration: str = "1s", repetitions: int = 3, mode: str = "kvm",
         for k, xs in dist_runs.items():
             values[k] = _value(f"{k.rsplit('_', 1)[1]} of one {LATENCY_DISTRIBUTIONS[key]}", "ns", xs)
     gap_runs: dict[str, list[float]] = {k: [] for k in NOISE_WHAT}
-    ncpus = _ncpus()
     for i in range(repetitions):
         if progress:
             progress(f"noise: run {i + 1}/{repetitions}")
-        vcpus = [_v("gaps", sleep_ns=GAP_THRESHOLD_NS) for _ in range(ncpus)]
-        before, t0 = _kthreads(), time.monotonic()
-        res = K.run_config(_cfg(vcpus, dur_ns, mode))
-        hk = _housekeeping(before, _kthreads(), time.monotonic() - t0, ncpus)
-        for k, x in {**_gaps(res), **hk}.items():
+        for k, x in noise_run(dur_ns, mode).items():
             if x is not None:
                 gap_runs[k].append(x)
     for key, runs in gap_runs.items():
