@@ -435,7 +435,11 @@ def profile_toml(cal: dict[str, Any], command: str, name: str) -> str:
     # A guest's halt is in the kernel and an interrupt ends it: that wake-up is the model's
     # halt_wakeup_cost. The harness's user-space halt (its `wake` program) goes back to the
     # VMM and through KVM_RUN instead; only `vcpulab kvm compare` models that halt.
-    kv = cost("ple_exit_cost", "exit_round_trip") + cost("halt_wakeup_cost", "interrupt_wakeup")
+    # A vCPU switched out in the guest leaves guest mode and re-enters it as an exit does:
+    # its world switch is the same round trip (which also holds the short trip through the
+    # VMM in user space, ~1 us of syscalls, an upper bound under hardware virtualization).
+    kv = (cost("ple_exit_cost", "exit_round_trip") + cost("halt_wakeup_cost", "interrupt_wakeup")
+          + cost("world_switch_cost", "exit_round_trip"))
     if kv:
         lines += ["[kvm]", *kv, ""]
     harness = cost("halt_wakeup_cost", "halt_wakeup")

@@ -70,42 +70,34 @@ SIM_BASE_GHZ = 1.0  # the simulated host's base clock (no turbo table: base_ghz 
 # halted in the kernel and woken by an interrupt (the interrupt cases), `[host.costs]
 # cacheline_transfer` a lock word's trip to another CPU. See `machine_profile`.
 
-# The harness's user-space PLE policies and their closest counterpart in the simulator's
-# KVM model. Common to all: the harness's guest spins at CPL3 and the harness counts the
+# The harness's user-space PLE policies and their counterpart in the simulator's KVM
+# model. Common to all: the harness's guest spins at CPL3 and the harness counts the
 # spins itself (on any vendor; PVM traps no PAUSE), so the simulated lock is a user-mode
 # lock (`mode = "user"`) under `vendor = "amd"`, the model's only vendor whose pause filter
-# counts user-mode spins; a user-mode spinner's handler applies no kernel-mode filter to
-# candidates, like the harness (which skips only the spinner and finished vCPUs).
-# The window is fixed (the harness does not grow it): 4096 spins of the profile's `[harness]
-# spin_ns` (~101 us at the default 24.7 ns, ~47 us on pvm-xeon-2cpu-v1252); each exit
-# costs the host profile's `ple_exit_cost` (the PVM world switch). The simulated handler
-# always tries a directed yield (`yield_to`: next buddy on the target, the spinner's
-# deadline one slice later); which buddy rule and fixes make it closest to each harness
-# policy:
+# counts user-mode spins. The window is fixed (the harness does not grow it): 4096 spins
+# of the profile's `[harness] spin_ns` (~101 us at the default 24.7 ns, ~47 us on
+# pvm-xeon-2cpu-v1252); each exit costs the host profile's `ple_exit_cost` (the PVM world
+# switch), and a vCPU switched out in the guest or inside an exit pays the profile's
+# `world_switch_cost` when it resumes. Since 2026-12-05 (session 32) none, yield and boost
+# run the harness's own handler (`[kvm] ple_handler`, engine/ple.rs), boost with the
+# nice -20 reweight of Linux 6.18 (sched/fair/reweight.rs); boost-fifo and migrate keep
+# the nearest kvm_vcpu_on_spin configuration.
 #   policy       -> ([kvm] overrides, [kvm.features], eevdf buddy_rule, why)
 PLE_SIM: dict[str, tuple[dict[str, Any], dict[str, bool], Optional[str], str]] = {
-    # The harness exits and does nothing. The simulator has no "exit without handler":
-    # with [kvm] every exit runs kvm_vcpu_on_spin. The closest is ple = false (spinning
-    # without exits), which leaves out the exits' cost: a lower bound on the real cost.
-    "none": ({"ple": False}, {}, None,
-             "ple = false: the sim cannot exit without trying a directed yield, so it spins without exits "
-             "(no exit cost: a lower bound)"),
-    # sched_yield on the spinner, nobody chosen. The upstream handler under the 6.6-6.13
-    # buddy rule (next buddy ignored) reduces to exactly that. What the yield does is the
-    # host kernel's (`_eevdf_sched`: the forfeit of 6.18.2+, or the deadline a slice later).
-    "yield": ({}, {}, "6.6",
-              "upstream kvm_vcpu_on_spin with the 6.6 buddy rule: the buddy is ignored, so the directed "
-              "yield reduces to the spinner's yield, as sched_yield (the host kernel's yield rule)"),
-    # Candidate to nice -20 / SCHED_FIFO 1, then the spinner yields: the candidate runs
-    # regardless of per-vCPU fairness = fix (b). The sim forces the pick on the spinner's
-    # run queue; elsewhere the running kernel's (6.14+) rule honours an eligible buddy.
-    "boost": ({}, {"boost_ignores_vcpu_fairness": True}, "6.14",
-              "fix (b): the boosted vCPU is picked regardless of per-vCPU fairness (forced on the spinner's "
-              "run queue, if eligible elsewhere); the sim does not model the nice -20 weight itself, nor the "
-              "harness's choice of running candidates"),
+    "none": ({"ple_handler": "none"}, {}, None,
+             "ple_handler = \"none\": the exit goes to user space and straight back"),
+    "yield": ({"ple_handler": "yield"}, {}, None,
+              "ple_handler = \"yield\": the spinner's thread calls sched_yield (the host kernel's yield rule)"),
+    "boost": ({"ple_handler": "nice-boost"}, {}, None,
+              "ple_handler = \"nice-boost\": the next vCPU in round robin to nice -20 for 1 ms (or until the "
+              "next exit's boost), then the spinner yields; the reweight as Linux 6.18's set_user_nice"),
+    # SCHED_FIFO 1, then the spinner yields: the candidate runs regardless of per-vCPU
+    # fairness = fix (b). The sim forces the pick on the spinner's run queue; elsewhere the
+    # running kernel's (6.14+) rule honours an eligible buddy.
     "boost-fifo": ({}, {"boost_ignores_vcpu_fairness": True}, "6.14",
-                   "fix (b), as boost: the sim has one fairness override for both; the RT class's absolute "
-                   "priority over the fair class is not modelled"),
+                   "fix (b) of kvm_vcpu_on_spin: the boosted vCPU is picked regardless of per-vCPU fairness; "
+                   "the RT class's absolute priority over the fair class is not modelled, nor the harness's "
+                   "choice of running candidates"),
     # The candidate's affinity set to the spinner's CPU, then the spinner yields: no
     # priority change, so fix (c) alone, with the buddy ignored (the harness sets none).
     "migrate": ({}, {"migrate_boosted_to_spinner": True}, "6.6",
@@ -387,7 +379,12 @@ def cases() -> list[dict[str, Any]]:
             # eventfd): no in-kernel halt polling; the wake-up pays the profile's wake-up
             # of that halt (`[harness] halt_wakeup_cost`) before guest code runs, not the
             # in-kernel one of `[kvm]`. Its waker is a thread of the host.
-            sc["kvm"] = {"halt_poll_ns": 0, "ple": False}
+            # No world switch (`world_switch_cost`, from the profile): the model runs the
+            # thread's exit round trip and its send as guest ops, so a preemption there,
+            # which is in user space, would pay one on top of the round trip (wake-busy3-nice19
+            # went from 1.9x to 10x real with it, 2026-12-05). The busy vCPUs' world switch
+            # goes with it: not modelled in these cases.
+            sc["kvm"] = {"halt_poll_ns": 0, "ple": False, "world_switch_cost": "0ns"}
             user_wake = _profile_user_halt_wakeup(prof)
             if user_wake is not None:
                 sc["kvm"]["halt_wakeup_cost"] = user_wake
@@ -444,7 +441,7 @@ def cases() -> list[dict[str, Any]]:
             if buddy is not None and "buddy_rule" in sched.get("_params", ()):
                 sched = {**sched, "buddy_rule": buddy}
             sc = _sim_sc(f"ple-{pol}", [{"name": "guest", "vcpus": 4, "workload": [_prog(sim_ops, 4)]}], SIM_RUN, sched)
-            sc["kvm"] = {**ple_sim_kvm(sched.get("_profile")), **kvm_over, "features": feats}
+            sc["kvm"] = {**ple_sim_kvm(sched.get("_profile")), **kvm_over, **({"features": feats} if feats else {})}
             return sc
 
         add(f"ple-{pol}", _kvm_sc(f"ple-{pol}", 4, [_prog(ops, 4)], kvm={"ple": {"window": PLE_WINDOW, "policy": pol}}), ple_sim,

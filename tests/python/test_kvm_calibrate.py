@@ -78,6 +78,8 @@ def test_calibration_programs_run_and_their_profile_reaches_a_simulation(tmp_pat
     assert wake == fit("interrupt_wakeup")
     assert prof["harness"]["halt_wakeup_cost"] == fit("halt_wakeup")
     assert prof["kvm"]["ple_exit_cost"]["dist"] == "lognormal"
+    # A vCPU switched out in the guest pays the way out and back in: the exit round trip.
+    assert prof["kvm"]["world_switch_cost"] == prof["kvm"]["ple_exit_cost"] == fit("exit_round_trip")
     # One spin of the wait loop (a PAUSE and a few instructions: 5-150 ns on x86 CPUs
     # since Nehalem) sizes the simulated user-space PLE window of `vcpulab kvm compare`.
     spin = prof["harness"]["spin_ns"]
@@ -119,7 +121,7 @@ def test_the_cli_writes_a_profile_a_scenario_can_use(tmp_path):
     prof = tomllib.loads(out.read_text())
     assert prof["profile"]["harness"] == "kvm"
     assert prof["profile"]["command"].startswith("vcpulab kvm calibrate --out ")
-    assert set(prof["kvm"]) == {"ple_exit_cost", "halt_wakeup_cost"}
+    assert set(prof["kvm"]) == {"ple_exit_cost", "halt_wakeup_cost", "world_switch_cost"}
     assert set(prof["harness"]) == {"spin_ns", "halt_wakeup_cost"}
     assert "cacheline_transfer" in prof["host"]["costs"]
     assert _p50_us(_serve(str(out))) > 1.0

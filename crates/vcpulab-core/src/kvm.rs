@@ -72,6 +72,31 @@
 //! from KVM; vcpulab sees every IPI. Needs the 5.3+ handler (`ready`); refused with
 //! `version = "4.15"` and with fix (a), which changes the same filter.
 //!
+//! ## User-space PLE handlers (`ple_handler`, default "kvm": `kvm_vcpu_on_spin`)
+//! A VMM that takes the guest's spin exits in user space (the vcpulab KVM harness, whose
+//! guest exits with an OUT after its own spin window; PVM traps no PAUSE) handles them with
+//! system calls on the vCPU threads, not with `yield_to`. As the harness's `Ple::on_spin`
+//! (crates/vcpulab-kvm/src/harness.rs, 2026-12-05): `"none"` returns at once; `"yield"`
+//! calls `sched_yield` on the spinner's thread; `"nice-boost"` takes the next vCPU in round
+//! robin after the last boosted one (the spinner skipped, running, queued or halted alike),
+//! ends the VM's active boost (nice 0 again; a vCPU boosted again is left as it is), sets
+//! the chosen one to `ple_boost_nice` (-20) until `ple_boost` (1 ms) passes or the next
+//! exit's boost begins, then calls `sched_yield`. The harness's monitor ends an expired
+//! boost within its period (at most a boost); the model ends it on time. The calls are
+//! free in the model: the exit's cost (`ple_exit_cost`) is the whole round trip, and the
+//! harness's `sched_setattr` calls (a few microseconds each) are not measured apart.
+//!
+//! ## The world switch (`world_switch_cost`, default 0)
+//! A vCPU thread switched out while in the guest (preempted) or inside an exit has to
+//! leave guest mode and, when it runs again, re-enter it. Under hardware virtualization
+//! that is a VM exit and entry (~1 us, within `[host.costs] context_switch`); under PVM
+//! it is a world switch of tens of microseconds, the same path as an exit's round trip. A
+//! host profile sets it from its exit round trip (the harness's null exit: 58.5 us on the
+//! Xeon of pvm-xeon-2cpu-v1252). Measured apart on that machine (2026-12-05, session 31,
+//! scripts/kvm_noise_monitor.py): each preemption of a busy vCPU by the harness's monitor
+//! (runs of ~23-37 us) cost the vCPU ~94 us of guest time. Paid at the vCPU's next
+//! dispatch, as switch overhead; a halted vCPU pays `halt_wakeup_cost` instead.
+
 //! ## Halt polling (host side), `kvm_vcpu_halt` in virt/kvm/kvm_main.c
 //! Read in torvalds/linux at the 6.1x tree whose `kvm_vcpu_on_spin` is the single-loop
 //! version (the halt path has been this shape since 5.18's `kvm_vcpu_halt` split and
@@ -200,7 +225,35 @@ pub struct KvmSpec {
     pub halt_poll: HaltPoll,
     /// The series' IPI-aware directed yield; None: upstream's candidate rules.
     pub ipi_aware: Option<IpiAwareYield>,
+    /// What handles a PLE exit: KVM's `kvm_vcpu_on_spin`, or a user-space VMM's policy.
+    pub handler: PleHandler,
+    /// CPU time a vCPU loses when its thread is switched out while in the guest (or in an
+    /// exit it has not returned from) and later resumes guest code: the way out of guest
+    /// mode and back in, beyond the host's `context_switch`. ns: a constant, or a
+    /// distribution drawn per resumption ([`draw_cost`]). 0 by default (a hardware VM
+    /// exit and entry are ~1 us, within `context_switch`); under PVM a world switch,
+    /// which a host profile sets from its measured exit round trip.
+    pub world_switch_cost: Dist,
 }
+
+/// What runs at a PLE exit (`ple_handler`; see "User-space PLE handlers" in the module
+/// notes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PleHandler {
+    /// `"kvm"` (the default): KVM's `kvm_vcpu_on_spin`, a directed yield.
+    Kvm,
+    /// `"none"`: the exit goes to user space and straight back into the guest.
+    None,
+    /// `"yield"`: the spinner's thread calls `sched_yield`.
+    Yield,
+    /// `"nice-boost"`: a candidate vCPU's thread goes to nice `nice` for `boost` (or until
+    /// the next exit's boost), then the spinner's thread calls `sched_yield`.
+    NiceBoost { boost: SimDuration, nice: i8 },
+}
+
+/// The harness's boost (crates/vcpulab-kvm `PleConfig::boost_ns`' default) and nice value.
+pub const DEFAULT_PLE_BOOST: SimDuration = SimDuration::from_ms(1);
+pub const DEFAULT_PLE_BOOST_NICE: i8 = -20;
 
 /// KVM's halt-polling module parameters (see the module notes), and what a wake-up from
 /// a real block costs over one caught by polling.
@@ -371,6 +424,8 @@ impl Default for KvmSpec {
             last_boosted: LastBoostedRule::Fixed,
             halt_poll: HaltPoll::default(),
             ipi_aware: None,
+            handler: PleHandler::Kvm,
+            world_switch_cost: Dist::Fixed(0.0),
         }
     }
 }
@@ -395,6 +450,10 @@ pub const KVM_KEYS: &[&str] = &[
     "ipi_aware_yield",
     "ipi_window",
     "relaxed_boost",
+    "ple_handler",
+    "ple_boost",
+    "ple_boost_nice",
+    "world_switch_cost",
 ];
 
 /// "5.3" .. "5.<n>" (n >= 3) or "6.<n>": the versions the 5.3+ handler models.
@@ -458,6 +517,9 @@ pub fn parse_kvm(t: &Table) -> Res<KvmSpec> {
     }
     if let Some(c) = t.get("ple_exit_cost") {
         k.ple_exit_cost = parse_dist(&c)?;
+    }
+    if let Some(c) = t.get("world_switch_cost") {
+        k.world_switch_cost = parse_dist(&c)?;
     }
     if let Some(f) = t.get("features") {
         let ft = f.table()?;
@@ -537,8 +599,82 @@ pub fn parse_kvm(t: &Table) -> Res<KvmSpec> {
             }
         }
     }
+    k.handler = parse_ple_handler(t, &k)?;
     t.finish(KVM_KEYS)?;
     Ok(k)
+}
+
+/// `ple_handler` and the keys of its "nice-boost" (`ple_boost`, `ple_boost_nice`). A
+/// user-space handler replaces `kvm_vcpu_on_spin`, so the keys that tune that one are
+/// refused beside it.
+fn parse_ple_handler(t: &Table, k: &KvmSpec) -> Res<PleHandler> {
+    const ALLOWED: &str = "\"kvm\", \"none\", \"yield\", \"nice-boost\"";
+    let handler = match t.opt_str("ple_handler")? {
+        None | Some("kvm") => PleHandler::Kvm,
+        Some("none") => PleHandler::None,
+        Some("yield") => PleHandler::Yield,
+        Some("nice-boost") => {
+            let boost = t.opt_duration("ple_boost")?.unwrap_or(DEFAULT_PLE_BOOST);
+            if boost == SimDuration::ZERO {
+                return t.err(
+                    "ple_boost",
+                    "must be longer than 0 (a boost of 0 is ple_handler = \"yield\")",
+                );
+            }
+            let nice = match t.opt_f64("ple_boost_nice", -20.0, 19.0)? {
+                None => DEFAULT_PLE_BOOST_NICE,
+                Some(n) if n.fract() == 0.0 => n as i8,
+                Some(n) => {
+                    return t.err(
+                        "ple_boost_nice",
+                        format!("{n} is not a whole nice value; allowed: -20 .. 19"),
+                    )
+                }
+            };
+            PleHandler::NiceBoost { boost, nice }
+        }
+        Some(o) => {
+            return t.err(
+                "ple_handler",
+                format!("unknown handler {o:?}; allowed: {ALLOWED}"),
+            )
+        }
+    };
+    if !matches!(handler, PleHandler::NiceBoost { .. }) {
+        for key in ["ple_boost", "ple_boost_nice"] {
+            if t.has(key) {
+                return t.err(
+                    key,
+                    format!("{key} tunes ple_handler = \"nice-boost\"; it needs that handler"),
+                );
+            }
+        }
+    }
+    if handler != PleHandler::Kvm {
+        let why = "a user-space handler (ple_handler other than \"kvm\") replaces kvm_vcpu_on_spin, which";
+        if k.features != KvmFeatures::default() {
+            return t.err(
+                "ple_handler",
+                format!("{why} [kvm.features] changes; remove the features or use \"kvm\""),
+            );
+        }
+        if k.ipi_aware.is_some() {
+            return t.err(
+                "ple_handler",
+                format!("{why} ipi_aware_yield changes; choose one"),
+            );
+        }
+        if k.last_boosted == LastBoostedRule::Bug2024 {
+            return t.err(
+                "ple_handler",
+                format!("{why} keeps last_boosted_vcpu; last_boosted_rule does not apply"),
+            );
+        }
+        if !k.ple {
+            return t.err("ple_handler", "handles PLE exits; it needs ple = true");
+        }
+    }
+    Ok(handler)
 }
 
 /// What the PLE handler knows about one vCPU of the spinner's VM.
@@ -1152,5 +1288,93 @@ mod tests {
         assert!(e.contains("boost_user_mode_candidates"), "{e}");
         let e = parse("ipi_aware_yield = 1").unwrap_err();
         assert!(e.contains("ipi_aware_yield"), "{e}");
+    }
+
+    #[test]
+    fn user_space_ple_handler_keys_validate() {
+        let parse = |text: &str| {
+            let v = crate::reader::parse_toml("k.toml", text).unwrap();
+            let t = Table::root("k.toml", &v).unwrap();
+            parse_kvm(&t).map_err(|e| e.to_string())
+        };
+        assert_eq!(parse("").unwrap().handler, PleHandler::Kvm);
+        assert_eq!(
+            parse("ple_handler = \"yield\"").unwrap().handler,
+            PleHandler::Yield
+        );
+        assert_eq!(
+            parse("ple_handler = \"nice-boost\"").unwrap().handler,
+            PleHandler::NiceBoost {
+                boost: DEFAULT_PLE_BOOST,
+                nice: -20
+            }
+        );
+        assert_eq!(
+            parse("ple_handler = \"nice-boost\"\nple_boost = \"2ms\"\nple_boost_nice = -5")
+                .unwrap()
+                .handler,
+            PleHandler::NiceBoost {
+                boost: SimDuration::from_ms(2),
+                nice: -5
+            }
+        );
+        for (text, key, says) in [
+            (
+                "ple_handler = \"sometimes\"",
+                "ple_handler",
+                "\"nice-boost\"",
+            ),
+            ("ple_boost = \"1ms\"", "ple_boost", "needs that handler"),
+            (
+                "ple_handler = \"yield\"\nple_boost_nice = 3",
+                "ple_boost_nice",
+                "needs that handler",
+            ),
+            (
+                "ple_handler = \"nice-boost\"\nple_boost_nice = -2.5",
+                "ple_boost_nice",
+                "whole",
+            ),
+            (
+                "ple_handler = \"nice-boost\"\nple_boost_nice = -21",
+                "ple_boost_nice",
+                "-20",
+            ),
+            (
+                "ple_handler = \"nice-boost\"\nple_boost = \"0ns\"",
+                "ple_boost",
+                "longer than 0",
+            ),
+            (
+                "ple_handler = \"yield\"\n[features]\nboost_ignores_vcpu_fairness = true",
+                "ple_handler",
+                "[kvm.features]",
+            ),
+            (
+                "ple_handler = \"none\"\nipi_aware_yield = true",
+                "ple_handler",
+                "ipi_aware_yield",
+            ),
+            (
+                "ple_handler = \"none\"\nlast_boosted_rule = \"2024-bug\"",
+                "ple_handler",
+                "last_boosted",
+            ),
+            (
+                "ple_handler = \"yield\"\nple = false",
+                "ple_handler",
+                "ple = true",
+            ),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert!(e.contains(key) && e.contains(says), "{text}: {e}");
+        }
+        assert_eq!(parse("").unwrap().world_switch_cost, Dist::Fixed(0.0));
+        assert_eq!(
+            parse("world_switch_cost = \"60us\"")
+                .unwrap()
+                .world_switch_cost,
+            Dist::Fixed(60_000.0)
+        );
     }
 }

@@ -33,7 +33,7 @@ pub const SHIPPED: &[(&str, &str)] = &[
 ];
 
 /// `[kvm]` keys a profile may set: the costs of exits and wake-ups, not policy.
-const KVM_KEYS: &[&str] = &["ple_exit_cost", "halt_wakeup_cost"];
+const KVM_KEYS: &[&str] = &["ple_exit_cost", "halt_wakeup_cost", "world_switch_cost"];
 
 /// `[harness]` keys: measurements of the KVM harness itself on that host, which only
 /// `vcpulab kvm compare` reads (for the simulated side of its cases); a scenario with the

@@ -238,6 +238,29 @@ pub const DEFAULT_HOUSEKEEPING_RATE_HZ: f64 = 17.7;
 pub const DEFAULT_HOUSEKEEPING_MEDIAN: &str = "14us";
 pub const DEFAULT_HOUSEKEEPING_SIGMA: f64 = 2.16;
 
+/// A user-space PLE handler acts through the host scheduler: "yield" needs `sched_yield`
+/// (the fair class: cfs, eevdf), "nice-boost" nice values changed while running (eevdf).
+fn check_ple_handler_scheduler(kvm: &Table, k: &crate::kvm::KvmSpec, scheduler: &str) -> Res<()> {
+    use crate::kvm::PleHandler;
+    let (needs, ok) = match k.handler {
+        PleHandler::Yield => ("sched_yield", linux_host_scheduler(scheduler)),
+        PleHandler::NiceBoost { .. } => ("nice values changed at run time", scheduler == "eevdf"),
+        _ => return Ok(()),
+    };
+    if ok {
+        return Ok(());
+    }
+    let allowed = if matches!(k.handler, PleHandler::Yield) {
+        "cfs, eevdf"
+    } else {
+        "eevdf"
+    };
+    kvm.err(
+        "ple_handler",
+        format!("this handler needs {needs} from the host scheduler; scheduler {scheduler:?} has none (allowed: {allowed})"),
+    )
+}
+
 /// Whether a host scheduled by `scheduler` runs [`DEFAULT_HOUSEKEEPING_RATE_HZ`]'s kernel
 /// threads by default.
 pub fn linux_host_scheduler(scheduler: &str) -> bool {
@@ -556,6 +579,9 @@ impl Scenario {
             .get("kvm")
             .map(|k| k.table().and_then(|t| crate::kvm::parse_kvm(&t)))
             .transpose()?;
+        if let Some(k) = &kvm {
+            check_ple_handler_scheduler(&root.req("kvm")?.table()?, k, &sname)?;
+        }
         if kvm.is_none() {
             if let Some(vm) = vms.iter().find(|v| v.haltpoll.is_some()) {
                 return root.err(

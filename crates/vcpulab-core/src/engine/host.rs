@@ -194,6 +194,9 @@ impl<S: Scheduler> Sim<'_, S> {
             self.trace_instant(t, kind, Some(cpu), None);
         }
         self.pause_guest_poll(t);
+        if to == RunState::Runnable {
+            self.note_switch_out(t);
+        }
         let task = &mut self.st.tasks[t as usize];
         task.c.run_ns += now.since(task.state_since).ns();
         match to {
@@ -247,7 +250,7 @@ impl<S: Scheduler> Sim<'_, S> {
         let now = self.st.now;
         // Polling stops at once for any task the scheduler puts here.
         self.poll_yields_cpu(cpu);
-        let mut cost = self.end_halt(t);
+        let mut cost = self.end_halt(t) + self.world_switch_due(t);
         {
             let c = &mut self.st.cpus[cpu as usize];
             if c.last_task != t {
@@ -421,6 +424,22 @@ impl<S: Scheduler> Sim<'_, S> {
     #[inline]
     pub(super) fn yield_to(&mut self, req: YieldRequest) -> YieldResult {
         let r = self.sched.yield_to(ctx!(self), req);
+        self.apply_out();
+        r
+    }
+
+    /// `sched_yield` by the running task `t` of `cpu` (a user-space PLE handler): the
+    /// scheduler decides; false if it has no yield.
+    pub(super) fn sched_yield(&mut self, cpu: CpuId, t: TaskId) -> bool {
+        let r = self.sched.sched_yield(ctx!(self), cpu, t);
+        self.apply_out();
+        r
+    }
+
+    /// Task `t`'s nice value becomes `nice` (a user-space PLE handler's boost): the
+    /// scheduler re-weighs it; false if it has no nice values.
+    pub(super) fn set_nice(&mut self, t: TaskId, nice: i8) -> bool {
+        let r = self.sched.set_nice(ctx!(self), t, nice);
         self.apply_out();
         r
     }

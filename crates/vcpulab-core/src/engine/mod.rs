@@ -655,6 +655,9 @@ impl<S: Scheduler> Sim<'_, S> {
                 EventKind::Noise { cpu } => {
                     self.noise_event(cpu);
                 }
+                EventKind::PleBoostEnd { vm, gen } => {
+                    self.ple_boost_end(vm, gen);
+                }
                 EventKind::TaskStart { task } => {
                     // An IPI may already have woken it.
                     if self.view.state[task as usize] == RunState::Halted && !self.vcpu_paused(task)

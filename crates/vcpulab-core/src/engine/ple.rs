@@ -25,10 +25,11 @@
 //! `min(now, until)`: no event is added, so a [kvm] scenario without turbo or SMT runs
 //! exactly the trajectory it ran before halt polling was modelled.
 
+use super::queue::EventKind;
 use super::Sim;
 use crate::kvm::{
     adjust_halt_poll, draw_cost, grow_window, guest_adjust_limit, guest_should_poll, GuestHaltPoll,
-    GuestIdle, HaltPoll, IpiContext, KvmSpec, Tier, Vendor,
+    GuestIdle, HaltPoll, IpiContext, KvmSpec, PleHandler, Tier, Vendor,
 };
 use crate::metrics::Histogram;
 use crate::model::Model;
@@ -56,6 +57,9 @@ pub(super) struct KvmTask {
     pub(super) boosted_at: Option<SimTime>,
     /// Current PLE window, cycles.
     pub(super) window: u64,
+    /// Switched out in the guest (or inside an exit): its next dispatch pays the world
+    /// switch (`world_switch_cost`).
+    pub(super) switched_out_in_guest: bool,
     /// Start of the current PLE window (a spin, or the time after the last exit).
     pub(super) ple_from: SimTime,
     pub(super) streak: u64,
@@ -169,6 +173,22 @@ pub(super) struct KvmState {
     /// nothing from them.
     exit_rngs: Vec<Rng>,
     wake_rngs: Vec<Rng>,
+    /// Per VM, the user-space "nice-boost" handler's state (empty under other handlers).
+    user_boost: Vec<UserBoost>,
+    /// `world_switch_cost` when a scenario's [kvm] sets it above 0, with a stream per task
+    /// (`["kvm", "world_switch", task]`).
+    pub(super) world_switch: Option<crate::workload::Dist>,
+    world_switch_rngs: Vec<Rng>,
+}
+
+/// One VM's boost under `ple_handler = "nice-boost"`, as the harness keeps it
+/// (crates/vcpulab-kvm `PleState`): the last boosted vCPU (its index in the VM) and the
+/// active boost (the vCPU's task) with its number, which its end event must match.
+#[derive(Clone, Copy, Default)]
+pub(super) struct UserBoost {
+    last: Option<u32>,
+    active: Option<TaskId>,
+    gen: u32,
 }
 
 impl KvmState {
@@ -212,6 +232,24 @@ impl KvmState {
             } else {
                 Vec::new()
             },
+            user_boost: match model.kvm.as_ref().map(|k| k.handler) {
+                Some(PleHandler::NiceBoost { .. }) => vec![UserBoost::default(); model.vms.len()],
+                _ => Vec::new(),
+            },
+            world_switch: model
+                .kvm
+                .as_ref()
+                .map(|k| k.world_switch_cost.clone())
+                .filter(|d| *d != crate::workload::Dist::Fixed(0.0)),
+            world_switch_rngs: streams(
+                model
+                    .kvm
+                    .as_ref()
+                    .is_some_and(|k| k.world_switch_cost != crate::workload::Dist::Fixed(0.0)),
+                seed,
+                "world_switch",
+                tasks,
+            ),
             exit_rngs: streams(on, seed, "ple_exit", tasks),
             wake_rngs: streams(on, seed, "halt_wakeup", tasks),
         }
@@ -632,9 +670,13 @@ impl<S: Scheduler> Sim<'_, S> {
             _ => return,
         };
         self.trace_instant(t, "ple_exit", Some(cpu), None);
-        // AMD reports the spinner's CPL; Intel only exits at CPL 0.
-        let yield_to_kernel_mode = k.vendor == Vendor::Intel || mode == Mode::Kernel;
-        self.kvm_vcpu_on_spin(t, cpu, yield_to_kernel_mode, &k);
+        if k.handler == PleHandler::Kvm {
+            // AMD reports the spinner's CPL; Intel only exits at CPL 0.
+            let yield_to_kernel_mode = k.vendor == Vendor::Intel || mode == Mode::Kernel;
+            self.kvm_vcpu_on_spin(t, cpu, yield_to_kernel_mode, &k);
+        } else {
+            self.user_ple_handler(t, cpu, k.handler);
+        }
         // The exit itself (VM exit, handler, VM entry) takes `ple_exit_cost` of the pCPU
         // without guest progress, unless the handler's yield deschedules the vCPU first.
         if exit_cost.ns() > 0
@@ -850,5 +892,96 @@ impl<S: Scheduler> Sim<'_, S> {
             }
         }
         self.st.kvm.spin_loop_exits.push(me);
+    }
+
+    /// A user-space VMM's PLE handler (`ple_handler` other than "kvm"), as the vcpulab
+    /// harness's policies do it (crates/vcpulab-kvm `Ple::on_spin`): "none" goes straight
+    /// back; "yield" calls `sched_yield`; "nice-boost" ends the VM's active boost, gives
+    /// the next vCPU in round robin after the last boosted one (skipping the spinner,
+    /// running or not) the boost's nice value until the boost ends or the next exit's
+    /// boost begins, then calls `sched_yield`. The calls cost no time here: the exit's
+    /// cost (`ple_exit_cost`) is the whole round trip.
+    fn user_ple_handler(&mut self, me: TaskId, cpu: CpuId, handler: PleHandler) {
+        let PleHandler::NiceBoost { boost, nice } = handler else {
+            if handler == PleHandler::Yield {
+                self.user_sched_yield(me, cpu);
+            }
+            return;
+        };
+        let vm = self.st.tasks[me as usize].vm as usize;
+        let base = self.st.vm_task_base[vm];
+        let n = self.st.vm_vcpus[vm];
+        let ub = self.st.kvm.user_boost[vm];
+        let start = ub.last.map_or(0, |l| l + 1);
+        let chosen = (0..n).map(|k| base + (start + k) % n).find(|&v| v != me);
+        let ended = ub.active;
+        let ub = &mut self.st.kvm.user_boost[vm];
+        ub.gen = ub.gen.wrapping_add(1);
+        ub.active = chosen;
+        if let Some(v) = chosen {
+            ub.last = Some(v - base);
+        }
+        let gen = ub.gen;
+        // A vCPU boosted again stays boosted (the harness's `sync` makes no call for it).
+        if let Some(e) = ended.filter(|&e| Some(e) != chosen) {
+            self.set_nice(e, 0);
+        }
+        if let Some(v) = chosen {
+            if ended != chosen {
+                self.set_nice(v, nice);
+            }
+            self.st.tasks[v as usize].kv.boosted_at = Some(self.st.now);
+            self.trace_instant(me, "nice_boost", Some(cpu), Some(v));
+            let until = self.st.now + boost;
+            self.st
+                .q
+                .push(until, EventKind::PleBoostEnd { vm: vm as u32, gen });
+        }
+        self.user_sched_yield(me, cpu);
+    }
+
+    /// `sched_yield` by the spinner `me`, running on `cpu`, from the user-space handler.
+    fn user_sched_yield(&mut self, me: TaskId, cpu: CpuId) {
+        self.st.tasks[me as usize].c.yield_attempts += 1;
+        if self.sched_yield(cpu, me) {
+            self.st.tasks[me as usize].c.yield_successes += 1;
+            self.trace_instant(me, "sched_yield", Some(cpu), None);
+        }
+    }
+
+    /// VM `vm`'s boost number `gen` is due: it ends if it is still the active one (the
+    /// harness's monitor ends an expired boost).
+    pub(super) fn ple_boost_end(&mut self, vm: u32, gen: u32) {
+        let ub = &mut self.st.kvm.user_boost[vm as usize];
+        if ub.gen != gen {
+            return;
+        }
+        if let Some(v) = ub.active.take() {
+            self.set_nice(v, 0);
+        }
+    }
+
+    /// vCPU `t` is switched out to runnable: if it was in the guest or inside an exit, its
+    /// next dispatch pays the world switch.
+    #[inline(always)]
+    pub(super) fn note_switch_out(&mut self, t: TaskId) {
+        if self.st.kvm.world_switch.is_some() && t < self.st.n_vcpu_tasks {
+            let task = &mut self.st.tasks[t as usize];
+            task.kv.switched_out_in_guest = task.executing || task.exit_until.is_some();
+        }
+    }
+
+    /// The world switch vCPU `t` pays as it is dispatched (0 if it owes none).
+    #[inline(always)]
+    pub(super) fn world_switch_due(&mut self, t: TaskId) -> SimDuration {
+        if self.st.kvm.world_switch.is_none() || t >= self.st.n_vcpu_tasks {
+            return SimDuration::ZERO;
+        }
+        if !std::mem::take(&mut self.st.tasks[t as usize].kv.switched_out_in_guest) {
+            return SimDuration::ZERO;
+        }
+        let kvm = &mut self.st.kvm;
+        let d = kvm.world_switch.as_ref().expect("tested");
+        draw_cost(d, &mut kvm.world_switch_rngs[t as usize])
     }
 }

@@ -24,6 +24,9 @@ pub enum EventKind {
     TaskStart { task: u32 },
     /// pCPU `cpu` is interrupted by its host (`[host.noise]`, engine/noise.rs).
     Noise { cpu: u32 },
+    /// VM `vm`'s user-space PLE boost number `gen` is due to end (`[kvm] ple_handler =
+    /// "nice-boost"`; a later boost of the VM supersedes it).
+    PleBoostEnd { vm: u32, gen: u32 },
     /// Software-FT helper `helper`: `what` is HELPER_FLUSH_DONE (a released write has
     /// completed) or HELPER_IRQ_ARRIVES (a timer interrupt reaches its vCPU).
     Helper { helper: u32, what: u32 },
@@ -91,6 +94,7 @@ impl EventKind {
             EventKind::TaskStart { task } => (5, task, 0),
             EventKind::Helper { helper, what } => (6, helper, what),
             EventKind::Noise { cpu } => (8, cpu, 0),
+            EventKind::PleBoostEnd { vm, gen } => (9, vm, gen),
         };
         debug_assert!(id <= ID_MAX);
         (k << 56) | ((id as u64) << 32) | gen as u64
@@ -108,6 +112,7 @@ impl EventKind {
             5 => EventKind::TaskStart { task: id },
             7 => EventKind::StealWindow,
             8 => EventKind::Noise { cpu: id },
+            9 => EventKind::PleBoostEnd { vm: id, gen },
             _ => EventKind::Helper {
                 helper: id,
                 what: gen,

@@ -46,6 +46,10 @@
 //!   has 6.x's rules (since 4.16): an idle previous pCPU keeps the task
 //!   (`wake_affine_idle`), equal loads keep it too (`wake_affine_weight`'s `<`).
 //!
+//! - Nice changes at run time (`Scheduler::set_nice`, a user-space PLE handler's boost):
+//!   v6.18's `set_user_nice` path, lag and remaining request kept in real time, then
+//!   `prio_changed_fair`'s preemption test (`fair/reweight.rs`, with its deviations).
+//!
 //! ## Parameters
 //! `base_slice` 0.75 ms (unscaled), `tick` 4 ms, `migration_cost` 0.5 ms, `group_per_vm`
 //! false, `root_host_threads` true (see `fair.rs`), `buddy_rule` "6.14", `tunable_scaling`
@@ -403,6 +407,12 @@ impl FairPolicy for Eevdf {
         self.delay_dequeue
     }
 
+    /// `set_user_nice` (`fair/reweight.rs`).
+    fn set_nice(f: &mut Fair<Self>, ctx: &mut SchedCtx, t: TaskId, nice: i8) -> bool {
+        f.reweight_task(ctx, t, nice);
+        true
+    }
+
     /// DELAY_DEQUEUE: a sleeper that is not eligible (vruntime past V) stays queued.
     #[inline]
     fn delay_dequeue(f: &Fair<Self>, rq: u32, e: u32) -> bool {
@@ -434,12 +444,12 @@ impl Fair<Eevdf> {
     }
 
     /// Eligible: lag V - vruntime >= 0.
-    fn eligible(&self, rq: u32, e: u32) -> bool {
+    pub(super) fn eligible(&self, rq: u32, e: u32) -> bool {
         self.ents[e as usize].vruntime <= self.avg_vruntime(rq)
     }
 
     /// EEVDF: the eligible entity with the earliest deadline (`protect`: RUN_TO_PARITY).
-    fn pick_eevdf(&self, rq: u32, protect: Option<u32>) -> Option<u32> {
+    pub(super) fn pick_eevdf(&self, rq: u32, protect: Option<u32>) -> Option<u32> {
         let r = &self.rqs[rq as usize];
         let v = self.avg_vruntime(rq);
         if let Some(p) = protect {

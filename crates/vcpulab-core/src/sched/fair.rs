@@ -173,6 +173,7 @@
 //! ## Files
 //! This file: the state, the shared operations and `FairPolicy`; `fair/balance.rs`: load
 //! balancing and task migration; `fair/delay.rs`: EEVDF's delayed dequeue;
+//! `fair/reweight.rs`: EEVDF's nice changes at run time;
 //! `fair/tests.rs`: unit tests. The policies: `cfs.rs`,
 //! `eevdf.rs`.
 
@@ -187,6 +188,7 @@ mod balance;
 mod core_sched;
 mod delay;
 mod pelt;
+mod reweight;
 pub use pelt::WAKEE_LOAD_PARAM;
 #[cfg(test)]
 mod tests;
@@ -418,6 +420,11 @@ pub trait FairPolicy: Sized {
     fn delay_dequeue(_f: &Fair<Self>, _rq: u32, _e: u32) -> bool {
         false
     }
+    /// Task `t`'s nice value becomes `nice` (`set_user_nice`); false: the policy does not
+    /// model nice changes (nothing changed).
+    fn set_nice(_f: &mut Fair<Self>, _ctx: &mut SchedCtx, _t: TaskId, _nice: i8) -> bool {
+        false
+    }
 }
 
 /// A scheduling entity (`sched_entity`): a task, or with `group_per_vm` a VM's group on
@@ -525,6 +532,11 @@ pub struct Fair<P: FairPolicy> {
     affine_counters: Counters<{ affine::NCOUNTERS }>,
     /// Counters of the delayed-dequeue branches; listed only when the policy delays.
     delay_counters: Counters<{ delay::NCOUNTERS }>,
+    /// Nice values changed while running (`fair/reweight.rs`, EEVDF only); None until the
+    /// first change.
+    reweight: Option<Box<reweight::Reweight>>,
+    /// `sched_yield` calls (a user-space PLE handler's); listed only once there was one.
+    sched_yields: u64,
 }
 
 impl<P: FairPolicy> Fair<P> {
@@ -564,6 +576,8 @@ impl<P: FairPolicy> Fair<P> {
             wakee_flip_decay: vec![],
             affine_counters: Counters::new(affine::COUNTER_NAMES),
             delay_counters: Counters::new(delay::COUNTER_NAMES),
+            reweight: None,
+            sched_yields: 0,
         }
     }
 
@@ -1334,6 +1348,23 @@ impl<P: FairPolicy> Fair<P> {
         }
     }
 
+    /// `find_matching_se` for the task running on `cpu`, `curr`, and task `t` queued there:
+    /// the tasks if they share a queue, else what each has on the root queue (its group
+    /// entity, or a root-cgroup task itself).
+    pub(super) fn matching_ses(&self, curr: TaskId, t: TaskId, cpu: u32) -> (u32, u32) {
+        if self.leaf_rq(curr, cpu) == self.leaf_rq(t, cpu) {
+            return (curr, t);
+        }
+        let top = |x: TaskId| {
+            if self.grouped(x) {
+                self.group_ent(self.task_vm[x as usize], cpu)
+            } else {
+                x
+            }
+        };
+        (top(curr), top(t))
+    }
+
     fn check_preempt_wakeup(&mut self, ctx: &mut SchedCtx, t: TaskId, cpu: u32) {
         let Some(curr) = self.running[cpu as usize] else {
             ctx.resched(cpu);
@@ -1342,25 +1373,10 @@ impl<P: FairPolicy> Fair<P> {
         if !self.policy.wakeup_preemption() || curr == t {
             return;
         }
-        // find_matching_se: compare at the level where both are in the same queue: the
-        // tasks if they share a queue, else what each has on the root queue (its group
-        // entity, or a root-cgroup task itself).
-        let (se, pse) = if self.leaf_rq(curr, cpu) == self.leaf_rq(t, cpu) {
-            (curr, t)
-        } else {
-            let top = |x: TaskId| {
-                if self.grouped(x) {
-                    self.group_ent(self.task_vm[x as usize], cpu)
-                } else {
-                    x
-                }
-            };
-            let pair = (top(curr), top(t));
-            if self.root_task[curr as usize] != self.root_task[t as usize] {
-                self.root_counters.bump(root_cgroup::C_ROOT_MATCH);
-            }
-            pair
-        };
+        let (se, pse) = self.matching_ses(curr, t, cpu);
+        if self.root_task[curr as usize] != self.root_task[t as usize] {
+            self.root_counters.bump(root_cgroup::C_ROOT_MATCH);
+        }
         let rq = self.ents[se as usize].rq;
         self.update_curr(ctx, rq, cpu);
         if P::check_preempt_wakeup(self, t, rq, se, pse, cpu) {
@@ -1593,6 +1609,17 @@ impl<P: FairPolicy> Scheduler for Fair<P> {
     fn yield_to(&mut self, ctx: &mut SchedCtx, req: YieldRequest) -> YieldResult {
         Fair::yield_to(self, ctx, req)
     }
+    /// `do_sched_yield`: `yield_task_fair` (which does nothing with no one else queued),
+    /// then `schedule()`.
+    fn sched_yield(&mut self, ctx: &mut SchedCtx, cpu: CpuId, t: TaskId) -> bool {
+        self.sched_yields += 1;
+        self.yield_task(ctx, t, cpu);
+        ctx.resched(cpu);
+        true
+    }
+    fn set_nice(&mut self, ctx: &mut SchedCtx, t: TaskId, nice: i8) -> bool {
+        P::set_nice(self, ctx, t, nice)
+    }
     fn counters(&self) -> Vec<(&'static str, u64)> {
         let mut list = self.counters.list();
         if self.root_task.iter().any(|&r| r) {
@@ -1605,6 +1632,12 @@ impl<P: FairPolicy> Scheduler for Fair<P> {
             list.extend(self.delay_counters.list());
         }
         self.policy.policy_counters(&mut list);
+        if self.sched_yields > 0 {
+            list.push(("sched_yield", self.sched_yields));
+        }
+        if let Some(rw) = &self.reweight {
+            list.extend(rw.counters.list());
+        }
         if let Some(cs) = &self.core {
             list.extend(cs.counters.list());
         }

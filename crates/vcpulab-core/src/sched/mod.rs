@@ -223,6 +223,20 @@ pub trait Scheduler {
     fn yield_to(&mut self, _ctx: &mut SchedCtx, _req: YieldRequest) -> YieldResult {
         YieldResult::Failed
     }
+    /// `sched_yield` by `task`, running on `cpu` (Linux `do_sched_yield`: the class's
+    /// `yield_task`, then a reschedule of `cpu`). Contract: `task` is the running task of
+    /// `cpu`; the scheduler asks for the reschedule itself. Returns false if this
+    /// scheduler has no yield (the default; nothing changed).
+    fn sched_yield(&mut self, _ctx: &mut SchedCtx, _cpu: CpuId, _task: TaskId) -> bool {
+        false
+    }
+    /// `task`'s nice value becomes `nice` (-20..=19), as Linux `set_user_nice` or
+    /// `sched_setattr` with SCHED_NORMAL does, whether the task runs, waits or sleeps.
+    /// Contract: applied at once; the scheduler asks for any reschedule it implies.
+    /// Returns false if this scheduler has no nice values (the default; nothing changed).
+    fn set_nice(&mut self, _ctx: &mut SchedCtx, _task: TaskId, _nice: i8) -> bool {
+        false
+    }
     /// Counters, one per decision branch, as (name, value) in a fixed order.
     fn counters(&self) -> Vec<(&'static str, u64)>;
     /// The longest a runnable task may wait without running under this scheduler on this

@@ -896,8 +896,116 @@ fn the_load_average_follows_the_queue_through_enqueue_and_dequeue() {
         ctx.now = SimTime(0) + half;
         f.dequeue_task(ctx, 0, 0);
         assert_eq!(f.wakee_load(0, 1024), 1024);
-        ctx.now = ctx.now + half;
+        ctx.now += half;
         f.enqueue_task(ctx, 0, 0, true, false);
         assert_eq!(f.wakee_load(0, 1024), 512);
+    });
+}
+
+/// A reweight counter's value (`fair/reweight.rs`), by name.
+fn reweights(f: &Fair<Eevdf>, name: &str) -> u64 {
+    let list = Scheduler::counters(f);
+    list.iter().find(|(n, _)| *n == name).map_or(0, |(_, v)| *v)
+}
+
+#[test]
+fn raising_a_queued_task_preempts_an_ineligible_curr_but_not_a_protected_one() {
+    // Curr 0 at 2 ms is past V = 1.5 ms: ineligible. Task 1 to nice -20 keeps its lag
+    // (+0.5 ms at 1024, 5768 at 88761) and its request in real time, and V stays.
+    let mut f = running_queue(
+        eevdf(true),
+        &[(2_000_000, 2_750_000), (1_000_000, 1_750_000)],
+    );
+    f.running[0] = Some(0);
+    f.ents[0].protect = Some(2_750_000);
+    in_ctx(&mut f, 2, |f, ctx| {
+        assert_eq!(f.avg_vruntime(0), 1_500_000);
+        assert!(Scheduler::set_nice(f, ctx, 1, -20));
+        assert_eq!(f.ents[1].weight, 88761);
+        assert_eq!(f.ents[1].vlag, 5768);
+        assert_eq!(f.ents[1].deadline - f.ents[1].vruntime, 8652);
+        assert!(
+            (f.avg_vruntime(0) - 1_500_000).abs() < 100,
+            "{}",
+            f.avg_vruntime(0)
+        );
+        assert!(f.eligible(0, 1));
+        assert_eq!(ctx.out.resched, vec![0]);
+    });
+    assert_eq!(reweights(&f, "reweight_queued_preempt"), 1);
+    // Curr 0 eligible (1 ms <= V = 1.1 ms) and protected: the raised task waits.
+    let mut f = running_queue(
+        eevdf(true),
+        &[(1_000_000, 1_750_000), (1_200_000, 1_950_000)],
+    );
+    f.running[0] = Some(0);
+    f.ents[0].protect = Some(1_750_000);
+    in_ctx(&mut f, 2, |f, ctx| {
+        Scheduler::set_nice(f, ctx, 1, -20);
+        assert!(ctx.out.resched.is_empty());
+        // Its lag in real time, -100 us at weight 1024, is kept to within 0.2 %.
+        let real_lag = (f.avg_vruntime(0) - f.ents[1].vruntime) as f64 * 88761.0;
+        assert!(
+            (real_lag / (-100_000.0 * 1024.0) - 1.0).abs() < 0.002,
+            "{real_lag}"
+        );
+    });
+    assert_eq!(reweights(&f, "reweight_queued_no_preempt"), 1);
+}
+
+#[test]
+fn lowering_a_running_task_keeps_it_while_eligible_and_switches_it_out_when_not() {
+    for (pos, eligible) in [
+        ([(1_000_000, 1_750_000), (1_050_000, 1_800_000)], true),
+        ([(1_050_000, 1_800_000), (1_000_000, 1_750_000)], false),
+    ] {
+        let mut f = running_queue(eevdf(true), &pos);
+        f.running[0] = Some(0);
+        f.ents[0].protect = Some(pos[0].1);
+        in_ctx(&mut f, 2, |f, ctx| {
+            // Raising the running task asks for nothing.
+            Scheduler::set_nice(f, ctx, 0, -20);
+            assert!(ctx.out.resched.is_empty());
+            let rel = (f.ents[0].deadline - f.ents[0].vruntime) * 88761;
+            Scheduler::set_nice(f, ctx, 0, 0);
+            assert_eq!(f.ents[0].weight, 1024);
+            // Its request in real time is kept, and protection re-armed at the new deadline.
+            let rel_after = (f.ents[0].deadline - f.ents[0].vruntime) * 1024;
+            assert!((rel - rel_after).abs() < 100 * 88761, "{rel} {rel_after}");
+            assert_eq!(f.ents[0].protect, Some(f.ents[0].deadline));
+            assert_eq!(f.eligible(0, 0), eligible);
+            assert_eq!(ctx.out.resched.is_empty(), eligible);
+        });
+        assert_eq!(reweights(&f, "reweight_running_raised"), 1);
+        let (kept, switched) = if eligible { (1, 0) } else { (0, 1) };
+        assert_eq!(reweights(&f, "reweight_running_lowered_kept"), kept);
+        assert_eq!(reweights(&f, "reweight_running_lowered_resched"), switched);
+    }
+}
+
+#[test]
+fn a_sleeping_task_keeps_its_lag_in_real_time_and_an_unchanged_nice_does_nothing() {
+    let mut f = with_fair(eevdf(true), 2, |_, _| {});
+    f.ents[0].vlag = -300_000;
+    assert!(!f.ents[0].on_rq);
+    in_ctx(&mut f, 2, |f, ctx| {
+        Scheduler::set_nice(f, ctx, 0, -20);
+        assert_eq!(f.ents[0].vlag, -3460); // div_s64 truncates toward zero
+        Scheduler::set_nice(f, ctx, 0, -20);
+        Scheduler::set_nice(f, ctx, 0, 0);
+        // The round trip loses less than one 88761/1024 step.
+        assert_eq!(f.ents[0].vlag, -299_915);
+        assert!(ctx.out.resched.is_empty());
+    });
+    assert_eq!(reweights(&f, "reweight_sleeping"), 2);
+    assert_eq!(reweights(&f, "reweight_unchanged"), 1);
+    // A run that changes no nice value lists no reweight counters; CFS has no nice here.
+    let plain = with_fair(eevdf(true), 1, |_, _| {});
+    assert!(!Scheduler::counters(&plain)
+        .iter()
+        .any(|(n, _)| n.starts_with("reweight")));
+    let mut cfs = with_fair(cfs(), 1, |_, _| {});
+    in_ctx(&mut cfs, 1, |f, ctx| {
+        assert!(!Scheduler::set_nice(f, ctx, 0, -20))
     });
 }
