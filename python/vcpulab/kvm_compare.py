@@ -78,10 +78,11 @@ SIM_BASE_GHZ = 1.0  # the simulated host's base clock (no turbo table: base_ghz 
 # of the profile's `[harness] spin_ns` (~101 us at the default 24.7 ns, ~47 us on
 # pvm-xeon-2cpu-v1252); each exit costs the host profile's `ple_exit_cost` (the PVM world
 # switch), and a vCPU switched out in the guest or inside an exit pays the profile's
-# `world_switch_cost` when it resumes. Since 2026-12-05 (session 32) none, yield and boost
-# run the harness's own handler (`[kvm] ple_handler`, engine/ple.rs), boost with the
-# nice -20 reweight of Linux 6.18 (sched/fair/reweight.rs); boost-fifo and migrate keep
-# the nearest kvm_vcpu_on_spin configuration.
+# `world_switch_cost` when it resumes. Since 2026-12-05 (session 32) none, yield, boost and
+# migrate run the harness's own handler (`[kvm] ple_handler`, engine/ple.rs), boost with
+# the nice -20 reweight of Linux 6.18 (sched/fair/reweight.rs), migrate with the affinity
+# change (sched/fair/balance.rs); boost-fifo keeps the nearest kvm_vcpu_on_spin
+# configuration.
 #   policy       -> ([kvm] overrides, [kvm.features], eevdf buddy_rule, why)
 PLE_SIM: dict[str, tuple[dict[str, Any], dict[str, bool], Optional[str], str]] = {
     "none": ({"ple_handler": "none"}, {}, None,
@@ -98,12 +99,10 @@ PLE_SIM: dict[str, tuple[dict[str, Any], dict[str, bool], Optional[str], str]] =
                    "fix (b) of kvm_vcpu_on_spin: the boosted vCPU is picked regardless of per-vCPU fairness; "
                    "the RT class's absolute priority over the fair class is not modelled, nor the harness's "
                    "choice of running candidates"),
-    # The candidate's affinity set to the spinner's CPU, then the spinner yields: no
-    # priority change, so fix (c) alone, with the buddy ignored (the harness sets none).
-    "migrate": ({}, {"migrate_boosted_to_spinner": True}, "6.6",
-                "fix (c) alone: the candidate moves to the spinner's run queue, then a plain yield (no fairness "
-                "override, buddy ignored, as the harness only changes affinity); the harness's candidate may be "
-                "running and stays pinned until the next exit, and each exit pays a sched_setaffinity: not modelled"),
+    "migrate": ({"ple_handler": "migrate"}, {}, None,
+                "ple_handler = \"migrate\": the next vCPU in round robin pinned to the spinner's pCPU for 1 ms (or "
+                "until the next exit's boost), then the spinner yields; a running candidate moves when its pCPU "
+                "reschedules (the stopper), a queued one at once"),
 }
 # The simulator's weight 256 is a nice-0 task's (the kernel's 1024), and cpu.shares 1024 is
 # one nice-0 task's worth: kernel weights and shares are scaled by 256 / 1024. Only ratios

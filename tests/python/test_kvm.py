@@ -325,7 +325,7 @@ def test_compare_rows(capsys):
 def test_ple_cases_map_onto_the_sim_ple_model():
     """Every ple-<policy> case has a simulated counterpart (see kvm_compare.PLE_SIM) that the
     simulator runs: user-mode ticket lock on AMD, fixed window, the harness's own handler for
-    none, yield and boost (`[kvm] ple_handler`), the mapped fixes and buddy rule for the others."""
+    none, yield, boost and migrate (`[kvm] ple_handler`), fix (b) and its buddy rule for boost-fifo."""
     from vcpulab import api, kvm_compare
 
     sched, why = kvm_compare.sim_scheduler()
@@ -335,7 +335,7 @@ def test_ple_cases_map_onto_the_sim_ple_model():
     expect = {"none": ("none", None, None, False), "yield": ("yield", None, None, True),
               "boost": ("nice-boost", None, None, True),
               "boost-fifo": (None, {"boost_ignores_vcpu_fairness": True}, "6.14", True),
-              "migrate": (None, {"migrate_boosted_to_spinner": True}, "6.6", True)}
+              "migrate": ("migrate", None, None, True)}
     # The window's spin as the machine's profile writes it (its `[harness] spin_ns`), else
     # the KVM notes' 24.7 ns.
     import tomllib

@@ -55,6 +55,38 @@ def test_nice_boost_reweighs_a_candidate_and_yields_at_every_exit():
     assert brief["vms"][0]["throughput"] != s["vms"][0]["throughput"]
 
 
+@pytest.mark.parametrize("handler,instant", [("nice-boost", "nice_boost"), ("migrate", "migrate_boost")])
+def test_boosts_go_round_robin_past_the_spinner_and_end_on_time(handler, instant):
+    """As the harness's `Ple::on_spin`: each exit boosts the next vCPU after the last
+    boosted one, never the spinner itself; a boost that outlives its `ple_boost` ends."""
+    trace = vcpulab.trace({**_ticket(handler), "duration": "50ms"}, check_invariants=True)
+    boosts = [(e["args"]["vcpu"], e["args"]["other"]) for e in trace.events() if e.get("name") == instant]
+    assert len(boosts) > 20
+    last = -1
+    for spinner, target in boosts:
+        expect = next(c for c in ((last + k) % 4 for k in range(1, 5)) if c != spinner)
+        assert target == expect, (spinner, target, last)
+        last = target
+    # 1 us boosts all end before the next exit: every boost is undone by its own end.
+    s = vcpulab.run(_ticket(handler, ple_boost="1us"), check_invariants=True).summary
+    c, exits = _counters(s), _vcpus(s, "ple_exits")
+    if handler == "nice-boost":
+        changes = sum(v for k, v in c.items() if k.startswith("reweight_") and k not in ("reweight_lag_clamped", "reweight_unchanged"))
+    else:
+        changes = sum(v for k, v in c.items() if k.startswith("affinity_"))
+    assert 2 * exits - 1 <= changes <= 2 * exits
+
+
+def test_migrate_pins_the_candidate_to_the_spinners_pcpu():
+    """A running candidate on the other pCPU moves there when its pCPU reschedules, a queued
+    one at once (the engine checks every dispatch against the affinity)."""
+    s = vcpulab.run(_ticket("migrate"), check_invariants=True).summary
+    c = _counters(s)
+    assert c["affinity_moved_running"] > 0 and c["affinity_moved_queued"] > 0
+    assert _vcpus(s, "yield_attempts") == _vcpus(s, "ple_exits") == c["sched_yield"]
+    assert not any(k.startswith("reweight_") for k in c)
+
+
 def test_the_none_handler_exits_without_yielding_and_yield_yields():
     none = vcpulab.run(_ticket("none"), check_invariants=True).summary
     assert _vcpus(none, "ple_exits") > 0 and _vcpus(none, "yield_attempts") == 0
@@ -71,7 +103,11 @@ def test_a_handler_needs_what_it_calls_from_the_host_scheduler():
     with pytest.raises(api.ScenarioError) as e:
         vcpulab.run(_ticket("yield", sched="rr"))
     assert "kvm.ple_handler" in str(e.value) and "sched_yield" in str(e.value)
+    with pytest.raises(api.ScenarioError) as e:
+        vcpulab.run(_ticket("migrate", sched="credit"))
+    assert "kvm.ple_handler" in str(e.value) and "affinity" in str(e.value)
     assert vcpulab.run(_ticket("yield", sched="cfs")).summary["vms"][0]["throughput"] > 0
+    assert vcpulab.run(_ticket("migrate", sched="cfs"), check_invariants=True).summary["vms"][0]["throughput"] > 0
 
 
 def test_a_vcpu_switched_out_in_the_guest_pays_the_world_switch_on_its_way_back():

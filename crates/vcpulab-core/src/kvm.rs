@@ -81,7 +81,9 @@
 //! robin after the last boosted one (the spinner skipped, running, queued or halted alike),
 //! ends the VM's active boost (nice 0 again; a vCPU boosted again is left as it is), sets
 //! the chosen one to `ple_boost_nice` (-20) until `ple_boost` (1 ms) passes or the next
-//! exit's boost begins, then calls `sched_yield`. The harness's monitor ends an expired
+//! exit's boost begins, then calls `sched_yield`; `"migrate"` the same with the chosen one's
+//! affinity, set to the spinner's pCPU alone (`sched_setaffinity`; its own comes back at
+//! the boost's end). The harness's monitor ends an expired
 //! boost within its period (at most a boost); the model ends it on time. The calls are
 //! free in the model: the exit's cost (`ple_exit_cost`) is the whole round trip, and the
 //! harness's `sched_setattr` calls (a few microseconds each) are not measured apart.
@@ -249,6 +251,9 @@ pub enum PleHandler {
     /// `"nice-boost"`: a candidate vCPU's thread goes to nice `nice` for `boost` (or until
     /// the next exit's boost), then the spinner's thread calls `sched_yield`.
     NiceBoost { boost: SimDuration, nice: i8 },
+    /// `"migrate"`: a candidate vCPU's thread is pinned to the spinner's pCPU for `boost`
+    /// (or until the next exit's boost), then the spinner's thread calls `sched_yield`.
+    Migrate { boost: SimDuration },
 }
 
 /// The harness's boost (crates/vcpulab-kvm `PleConfig::boost_ns`' default) and nice value.
@@ -608,19 +613,34 @@ pub fn parse_kvm(t: &Table) -> Res<KvmSpec> {
 /// user-space handler replaces `kvm_vcpu_on_spin`, so the keys that tune that one are
 /// refused beside it.
 fn parse_ple_handler(t: &Table, k: &KvmSpec) -> Res<PleHandler> {
-    const ALLOWED: &str = "\"kvm\", \"none\", \"yield\", \"nice-boost\"";
-    let handler = match t.opt_str("ple_handler")? {
-        None | Some("kvm") => PleHandler::Kvm,
+    const ALLOWED: &str = "\"kvm\", \"none\", \"yield\", \"nice-boost\", \"migrate\"";
+    let name = t.opt_str("ple_handler")?;
+    let boosts = matches!(name, Some("nice-boost" | "migrate"));
+    let boost = t.opt_duration("ple_boost")?.unwrap_or(DEFAULT_PLE_BOOST);
+    if boosts && boost == SimDuration::ZERO {
+        return t.err(
+            "ple_boost",
+            "must be longer than 0 (a boost of 0 is ple_handler = \"yield\")",
+        );
+    }
+    if !boosts && t.has("ple_boost") {
+        return t.err(
+            "ple_boost",
+            "ple_boost tunes ple_handler = \"nice-boost\" or \"migrate\"; it needs one of them",
+        );
+    }
+    if name != Some("nice-boost") && t.has("ple_boost_nice") {
+        return t.err(
+            "ple_boost_nice",
+            "ple_boost_nice tunes ple_handler = \"nice-boost\"; it needs that handler",
+        );
+    }
+    let handler = match name {
+        None | Some("kvm") => return Ok(PleHandler::Kvm),
         Some("none") => PleHandler::None,
         Some("yield") => PleHandler::Yield,
+        Some("migrate") => PleHandler::Migrate { boost },
         Some("nice-boost") => {
-            let boost = t.opt_duration("ple_boost")?.unwrap_or(DEFAULT_PLE_BOOST);
-            if boost == SimDuration::ZERO {
-                return t.err(
-                    "ple_boost",
-                    "must be longer than 0 (a boost of 0 is ple_handler = \"yield\")",
-                );
-            }
             let nice = match t.opt_f64("ple_boost_nice", -20.0, 19.0)? {
                 None => DEFAULT_PLE_BOOST_NICE,
                 Some(n) if n.fract() == 0.0 => n as i8,
@@ -640,39 +660,28 @@ fn parse_ple_handler(t: &Table, k: &KvmSpec) -> Res<PleHandler> {
             )
         }
     };
-    if !matches!(handler, PleHandler::NiceBoost { .. }) {
-        for key in ["ple_boost", "ple_boost_nice"] {
-            if t.has(key) {
-                return t.err(
-                    key,
-                    format!("{key} tunes ple_handler = \"nice-boost\"; it needs that handler"),
-                );
-            }
-        }
+    let why =
+        "a user-space handler (ple_handler other than \"kvm\") replaces kvm_vcpu_on_spin, which";
+    if k.features != KvmFeatures::default() {
+        return t.err(
+            "ple_handler",
+            format!("{why} [kvm.features] changes; remove the features or use \"kvm\""),
+        );
     }
-    if handler != PleHandler::Kvm {
-        let why = "a user-space handler (ple_handler other than \"kvm\") replaces kvm_vcpu_on_spin, which";
-        if k.features != KvmFeatures::default() {
-            return t.err(
-                "ple_handler",
-                format!("{why} [kvm.features] changes; remove the features or use \"kvm\""),
-            );
-        }
-        if k.ipi_aware.is_some() {
-            return t.err(
-                "ple_handler",
-                format!("{why} ipi_aware_yield changes; choose one"),
-            );
-        }
-        if k.last_boosted == LastBoostedRule::Bug2024 {
-            return t.err(
-                "ple_handler",
-                format!("{why} keeps last_boosted_vcpu; last_boosted_rule does not apply"),
-            );
-        }
-        if !k.ple {
-            return t.err("ple_handler", "handles PLE exits; it needs ple = true");
-        }
+    if k.ipi_aware.is_some() {
+        return t.err(
+            "ple_handler",
+            format!("{why} ipi_aware_yield changes; choose one"),
+        );
+    }
+    if k.last_boosted == LastBoostedRule::Bug2024 {
+        return t.err(
+            "last_boosted_rule",
+            format!("{why} keeps last_boosted_vcpu: \"2024-bug\" does not apply (allowed with ple_handler {:?}: \"fixed\")", name.unwrap_or_default()),
+        );
+    }
+    if !k.ple {
+        return t.err("ple_handler", "handles PLE exits; it needs ple = true");
     }
     Ok(handler)
 }
@@ -1318,13 +1327,26 @@ mod tests {
                 nice: -5
             }
         );
+        assert_eq!(
+            parse("ple_handler = \"migrate\"\nple_boost = \"3ms\"")
+                .unwrap()
+                .handler,
+            PleHandler::Migrate {
+                boost: SimDuration::from_ms(3)
+            }
+        );
         for (text, key, says) in [
             (
                 "ple_handler = \"sometimes\"",
                 "ple_handler",
                 "\"nice-boost\"",
             ),
-            ("ple_boost = \"1ms\"", "ple_boost", "needs that handler"),
+            ("ple_boost = \"1ms\"", "ple_boost", "needs one of them"),
+            (
+                "ple_handler = \"migrate\"\nple_boost_nice = -20",
+                "ple_boost_nice",
+                "needs that handler",
+            ),
             (
                 "ple_handler = \"yield\"\nple_boost_nice = 3",
                 "ple_boost_nice",

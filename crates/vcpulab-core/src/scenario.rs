@@ -244,16 +244,20 @@ fn check_ple_handler_scheduler(kvm: &Table, k: &crate::kvm::KvmSpec, scheduler: 
     use crate::kvm::PleHandler;
     let (needs, ok) = match k.handler {
         PleHandler::Yield => ("sched_yield", linux_host_scheduler(scheduler)),
+        PleHandler::Migrate { .. } => (
+            "sched_yield and affinity changed at run time",
+            linux_host_scheduler(scheduler),
+        ),
         PleHandler::NiceBoost { .. } => ("nice values changed at run time", scheduler == "eevdf"),
         _ => return Ok(()),
     };
     if ok {
         return Ok(());
     }
-    let allowed = if matches!(k.handler, PleHandler::Yield) {
-        "cfs, eevdf"
-    } else {
+    let allowed = if matches!(k.handler, PleHandler::NiceBoost { .. }) {
         "eevdf"
+    } else {
+        "cfs, eevdf"
     };
     kvm.err(
         "ple_handler",

@@ -313,6 +313,9 @@ impl<S: Scheduler> Sim<'_, S> {
         }
         task.executing = true;
         task.progress_from = now;
+        if self.st.kvm.world_switch.is_some() {
+            task.kv.switched_out_in_guest = false; // back in the guest: the switch is paid
+        }
         self.record_wake_latency(t);
         let task = &mut self.st.tasks[t as usize];
         if let Some(k) = &self.st.kvm.spec {
@@ -432,6 +435,16 @@ impl<S: Scheduler> Sim<'_, S> {
     /// scheduler decides; false if it has no yield.
     pub(super) fn sched_yield(&mut self, cpu: CpuId, t: TaskId) -> bool {
         let r = self.sched.sched_yield(ctx!(self), cpu, t);
+        self.apply_out();
+        r
+    }
+
+    /// Task `t`'s affinity becomes `cpus` (a user-space PLE handler's migrate): the
+    /// scheduler moves it if it must; false if it does not follow affinity changes.
+    pub(super) fn set_affinity(&mut self, t: TaskId, cpus: crate::topology::CpuSet) -> bool {
+        self.st.tasks[t as usize].runs_anywhere = cpus.len() == self.view.topo.ncpus();
+        self.view.tasks[t as usize].affinity = cpus;
+        let r = self.sched.set_affinity(ctx!(self), t);
         self.apply_out();
         r
     }

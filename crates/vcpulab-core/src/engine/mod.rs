@@ -656,7 +656,9 @@ impl<S: Scheduler> Sim<'_, S> {
                     self.noise_event(cpu);
                 }
                 EventKind::PleBoostEnd { vm, gen } => {
-                    self.ple_boost_end(vm, gen);
+                    if !self.ple_boost_end(vm, gen) {
+                        continue; // superseded by a later boost
+                    }
                 }
                 EventKind::TaskStart { task } => {
                     // An IPI may already have woken it.

@@ -57,8 +57,8 @@ pub(super) struct KvmTask {
     pub(super) boosted_at: Option<SimTime>,
     /// Current PLE window, cycles.
     pub(super) window: u64,
-    /// Switched out in the guest (or inside an exit): its next dispatch pays the world
-    /// switch (`world_switch_cost`).
+    /// Switched out in the guest (or inside an exit) and not back in the guest since: its
+    /// next dispatch pays the world switch (`world_switch_cost`).
     pub(super) switched_out_in_guest: bool,
     /// Start of the current PLE window (a spin, or the time after the last exit).
     pub(super) ple_from: SimTime,
@@ -173,8 +173,11 @@ pub(super) struct KvmState {
     /// nothing from them.
     exit_rngs: Vec<Rng>,
     wake_rngs: Vec<Rng>,
-    /// Per VM, the user-space "nice-boost" handler's state (empty under other handlers).
+    /// Per VM, the user-space "nice-boost" or "migrate" handler's state (empty under
+    /// other handlers).
     user_boost: Vec<UserBoost>,
+    /// Per task, under "migrate": the affinity a pinned vCPU gets back when its boost ends.
+    migrate_base: Vec<Option<crate::topology::CpuSet>>,
     /// `world_switch_cost` when a scenario's [kvm] sets it above 0, with a stream per task
     /// (`["kvm", "world_switch", task]`).
     pub(super) world_switch: Option<crate::workload::Dist>,
@@ -233,7 +236,13 @@ impl KvmState {
                 Vec::new()
             },
             user_boost: match model.kvm.as_ref().map(|k| k.handler) {
-                Some(PleHandler::NiceBoost { .. }) => vec![UserBoost::default(); model.vms.len()],
+                Some(PleHandler::NiceBoost { .. } | PleHandler::Migrate { .. }) => {
+                    vec![UserBoost::default(); model.vms.len()]
+                }
+                _ => Vec::new(),
+            },
+            migrate_base: match model.kvm.as_ref().map(|k| k.handler) {
+                Some(PleHandler::Migrate { .. }) => vec![None; tasks],
                 _ => Vec::new(),
             },
             world_switch: model
@@ -902,11 +911,10 @@ impl<S: Scheduler> Sim<'_, S> {
     /// boost begins, then calls `sched_yield`. The calls cost no time here: the exit's
     /// cost (`ple_exit_cost`) is the whole round trip.
     fn user_ple_handler(&mut self, me: TaskId, cpu: CpuId, handler: PleHandler) {
-        let PleHandler::NiceBoost { boost, nice } = handler else {
-            if handler == PleHandler::Yield {
-                self.user_sched_yield(me, cpu);
-            }
-            return;
+        let boost = match handler {
+            PleHandler::NiceBoost { boost, .. } | PleHandler::Migrate { boost } => boost,
+            PleHandler::Yield => return self.user_sched_yield(me, cpu),
+            PleHandler::None | PleHandler::Kvm => return,
         };
         let vm = self.st.tasks[me as usize].vm as usize;
         let base = self.st.vm_task_base[vm];
@@ -922,22 +930,50 @@ impl<S: Scheduler> Sim<'_, S> {
             ub.last = Some(v - base);
         }
         let gen = ub.gen;
-        // A vCPU boosted again stays boosted (the harness's `sync` makes no call for it).
+        // The previous boost ends where the next begins. A vCPU boosted again is not put
+        // back first (the harness's `sync` makes the call for the new state only).
         if let Some(e) = ended.filter(|&e| Some(e) != chosen) {
-            self.set_nice(e, 0);
+            self.end_user_boost(e, handler);
         }
         if let Some(v) = chosen {
-            if ended != chosen {
-                self.set_nice(v, nice);
+            match handler {
+                PleHandler::NiceBoost { nice, .. } => {
+                    if ended != chosen {
+                        self.set_nice(v, nice);
+                    }
+                    self.trace_instant(me, "nice_boost", Some(cpu), Some(v));
+                }
+                _ => {
+                    // Pinned to the spinner's pCPU, even when boosted again (from another).
+                    let all = &mut self.st.kvm.migrate_base;
+                    if all[v as usize].is_none() {
+                        all[v as usize] = Some(self.view.tasks[v as usize].affinity.clone());
+                    }
+                    let mut here = crate::topology::CpuSet::empty(self.view.topo.ncpus());
+                    here.insert(cpu as usize);
+                    self.set_affinity(v, here);
+                    self.trace_instant(me, "migrate_boost", Some(cpu), Some(v));
+                }
             }
-            self.st.tasks[v as usize].kv.boosted_at = Some(self.st.now);
-            self.trace_instant(me, "nice_boost", Some(cpu), Some(v));
+            // boost_to_run: from the boost to the candidate running, if it waits to run.
+            if self.view.state[v as usize] == RunState::Runnable {
+                self.st.tasks[v as usize].kv.boosted_at = Some(self.st.now);
+            }
             let until = self.st.now + boost;
             self.st
                 .q
                 .push(until, EventKind::PleBoostEnd { vm: vm as u32, gen });
         }
         self.user_sched_yield(me, cpu);
+    }
+
+    /// vCPU `v`'s boost ends: nice 0 again, or its own affinity back.
+    fn end_user_boost(&mut self, v: TaskId, handler: PleHandler) {
+        if matches!(handler, PleHandler::NiceBoost { .. }) {
+            self.set_nice(v, 0);
+        } else if let Some(own) = self.st.kvm.migrate_base[v as usize].take() {
+            self.set_affinity(v, own);
+        }
     }
 
     /// `sched_yield` by the spinner `me`, running on `cpu`, from the user-space handler.
@@ -951,14 +987,24 @@ impl<S: Scheduler> Sim<'_, S> {
 
     /// VM `vm`'s boost number `gen` is due: it ends if it is still the active one (the
     /// harness's monitor ends an expired boost).
-    pub(super) fn ple_boost_end(&mut self, vm: u32, gen: u32) {
+    /// Returns false for a superseded boost (not an event of the model, like a superseded
+    /// deadline).
+    pub(super) fn ple_boost_end(&mut self, vm: u32, gen: u32) -> bool {
         let ub = &mut self.st.kvm.user_boost[vm as usize];
         if ub.gen != gen {
-            return;
+            return false;
         }
         if let Some(v) = ub.active.take() {
-            self.set_nice(v, 0);
+            let handler = self
+                .st
+                .kvm
+                .spec
+                .as_ref()
+                .expect("a boost without PLE")
+                .handler;
+            self.end_user_boost(v, handler);
         }
+        true
     }
 
     /// vCPU `t` is switched out to runnable: if it was in the guest or inside an exit, its
@@ -967,7 +1013,9 @@ impl<S: Scheduler> Sim<'_, S> {
     pub(super) fn note_switch_out(&mut self, t: TaskId) {
         if self.st.kvm.world_switch.is_some() && t < self.st.n_vcpu_tasks {
             let task = &mut self.st.tasks[t as usize];
-            task.kv.switched_out_in_guest = task.executing || task.exit_until.is_some();
+            // A vCPU switched out during its switch overhead has not re-entered the guest
+            // yet: it still owes the world switch.
+            task.kv.switched_out_in_guest |= task.executing || task.exit_until.is_some();
         }
     }
 
@@ -977,7 +1025,9 @@ impl<S: Scheduler> Sim<'_, S> {
         if self.st.kvm.world_switch.is_none() || t >= self.st.n_vcpu_tasks {
             return SimDuration::ZERO;
         }
-        if !std::mem::take(&mut self.st.tasks[t as usize].kv.switched_out_in_guest) {
+        // Cleared when guest code runs again (`begin_exec`), not here: a vCPU switched out
+        // during this overhead pays it again when it next runs.
+        if !self.st.tasks[t as usize].kv.switched_out_in_guest {
             return SimDuration::ZERO;
         }
         let kvm = &mut self.st.kvm;

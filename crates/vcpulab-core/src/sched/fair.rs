@@ -537,6 +537,9 @@ pub struct Fair<P: FairPolicy> {
     reweight: Option<Box<reweight::Reweight>>,
     /// `sched_yield` calls (a user-space PLE handler's); listed only once there was one.
     sched_yields: u64,
+    /// Affinity changes at run time, by what they did (`fair/balance.rs`,
+    /// `affinity_changed`); listed only once there was one.
+    affinity_moves: [u64; 4],
 }
 
 impl<P: FairPolicy> Fair<P> {
@@ -578,6 +581,7 @@ impl<P: FairPolicy> Fair<P> {
             delay_counters: Counters::new(delay::COUNTER_NAMES),
             reweight: None,
             sched_yields: 0,
+            affinity_moves: [0; 4],
         }
     }
 
@@ -1620,6 +1624,10 @@ impl<P: FairPolicy> Scheduler for Fair<P> {
     fn set_nice(&mut self, ctx: &mut SchedCtx, t: TaskId, nice: i8) -> bool {
         P::set_nice(self, ctx, t, nice)
     }
+    fn set_affinity(&mut self, ctx: &mut SchedCtx, t: TaskId) -> bool {
+        self.affinity_changed(ctx, t);
+        true
+    }
     fn counters(&self) -> Vec<(&'static str, u64)> {
         let mut list = self.counters.list();
         if self.root_task.iter().any(|&r| r) {
@@ -1634,6 +1642,14 @@ impl<P: FairPolicy> Scheduler for Fair<P> {
         self.policy.policy_counters(&mut list);
         if self.sched_yields > 0 {
             list.push(("sched_yield", self.sched_yields));
+        }
+        if self.affinity_moves.iter().any(|&n| n > 0) {
+            for (name, n) in balance::AFFINITY_COUNTER_NAMES
+                .iter()
+                .zip(self.affinity_moves)
+            {
+                list.push((name, n));
+            }
         }
         if let Some(rw) = &self.reweight {
             list.extend(rw.counters.list());

@@ -237,6 +237,15 @@ pub trait Scheduler {
     fn set_nice(&mut self, _ctx: &mut SchedCtx, _task: TaskId, _nice: i8) -> bool {
         false
     }
+    /// `task`'s affinity (`ctx.view.tasks[task].affinity`) has just changed, as Linux
+    /// `sched_setaffinity` changes it. Contract: a task queued or running on a pCPU now
+    /// outside its affinity is moved at once (a running one when its pCPU reschedules,
+    /// which the scheduler asks for); a sleeping one is placed within it at its next
+    /// wake-up. Returns false if this scheduler does not follow affinity changes (the
+    /// default; the caller must not change affinities then).
+    fn set_affinity(&mut self, _ctx: &mut SchedCtx, _task: TaskId) -> bool {
+        false
+    }
     /// Counters, one per decision branch, as (name, value) in a fixed order.
     fn counters(&self) -> Vec<(&'static str, u64)>;
     /// The longest a runnable task may wait without running under this scheduler on this

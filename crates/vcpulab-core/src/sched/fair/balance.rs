@@ -7,6 +7,14 @@ use super::{Fair, FairPolicy, C_BALANCE_FAILED, C_BALANCE_PULL, C_NEWIDLE_PULL};
 use crate::sched::{SchedCtx, TaskId};
 use crate::time::{SimDuration, SimTime};
 
+/// The counters of `affinity_changed`, in `Fair::affinity_moves`' order.
+pub(super) const AFFINITY_COUNTER_NAMES: [&str; 4] = [
+    "affinity_kept",
+    "affinity_moved_running",
+    "affinity_moved_queued",
+    "affinity_asleep",
+];
+
 impl<P: FairPolicy> Fair<P> {
     /// Moves a queued (not running) task to another pCPU, keeping its relative position
     /// (vruntime renormalised to the destination's min_vruntime; lag kept under EEVDF).
@@ -18,6 +26,38 @@ impl<P: FairPolicy> Fair<P> {
         let leaf = self.leaf_rq(t, to);
         self.ents[t as usize].vruntime = self.rqs[leaf as usize].min_vruntime + rel;
         self.enqueue_task(ctx, t, to, P::PLACE_MIGRATED, false);
+    }
+
+    /// `sched_setaffinity` (`__set_cpus_allowed_ptr` -> `affine_move_task`): `t`'s affinity
+    /// has changed. On a pCPU it may still use, nothing moves. Otherwise, to the least
+    /// loaded pCPU it may use: a running task by the stopper when its pCPU reschedules (the
+    /// active push of `pick_next`), a queued one at once (`move_queued_task`, then the
+    /// wake-up preemption test there); a delayed one leaves its queue (it is asleep); a
+    /// sleeping one is placed by its next wake-up, which keeps to the affinity.
+    pub(super) fn affinity_changed(&mut self, ctx: &mut SchedCtx, t: TaskId) {
+        let cpu = self.task_cpu[t as usize];
+        if ctx.allowed(t, cpu) {
+            self.affinity_moves[0] += 1;
+            return;
+        }
+        let aff = &ctx.view.tasks[t as usize].affinity;
+        let dst = aff
+            .iter()
+            .min_by_key(|&c| (self.h_nr[c], c))
+            .expect("an affinity is never empty") as u32;
+        if self.running[cpu as usize] == Some(t) {
+            self.affinity_moves[1] += 1;
+            self.active_move[cpu as usize] = Some((t, dst));
+            ctx.resched(cpu);
+        } else if self.ents[t as usize].on_rq && !self.ents[t as usize].delayed {
+            self.affinity_moves[2] += 1;
+            self.pull_task(ctx, t, dst);
+        } else {
+            if self.ents[t as usize].delayed {
+                self.finish_delayed_dequeue(ctx, t);
+            }
+            self.affinity_moves[3] += 1;
+        }
     }
 
     /// `attach_task`: a pulled task may preempt the destination's current task at once

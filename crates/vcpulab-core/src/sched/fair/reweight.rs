@@ -47,6 +47,12 @@
 //! - 6.18.y from March 2026 and 7.0 no longer re-arm the protection of a running task
 //!   (bcd74b2ffdd0), and bound the lag by the largest slice plus a tick; the model
 //!   follows mainline v6.18.
+//! - The load balancer and `wake_affine` read a queue's load as it is now, so a boosted
+//!   task weighs 87 times a nice-0 one at once; upstream they read PELT averages, which
+//!   move ~2 % of the way in 1 ms. (With `wakee_load = "pelt"` the wakee's own load is
+//!   averaged; the queues' are not.)
+//! - With `group_per_vm`, only the task's own entity re-arms its protection, and the test
+//!   that keeps a running task whose nice went up looks at its VM's queue only.
 //! - The starvation bound of `--check-invariants` is asked once, with the weights at
 //!   `init`: a boost longer than the bound's slack (100 ms) against nice-0 tasks may
 //!   trip it.
@@ -116,6 +122,9 @@ impl Fair<Eevdf> {
             rw.counters.bump(C_UNCHANGED);
             return;
         }
+        // Up or down by the nice value, as the kernel's `p->prio` comparison (a weight
+        // rounded at a small VM weight could tie).
+        let raised = nice < rw.nice[ti];
         rw.nice[ti] = nice;
         let new_w =
             (rw.nice0_weight[ti] * PRIO_TO_WEIGHT[(nice + 20) as usize] / NICE_0_LOAD).max(1);
@@ -176,7 +185,7 @@ impl Fair<Eevdf> {
         if self.rqs[cpu as usize].nr_running <= 1 {
             if !running {
                 self.bump(C_QUEUED_NO_PREEMPT);
-            } else if new_w > old_w {
+            } else if raised {
                 self.bump(C_RUNNING_RAISED);
             } else {
                 self.bump(C_RUNNING_LOWERED_KEPT);
@@ -184,7 +193,7 @@ impl Fair<Eevdf> {
             return;
         }
         if running {
-            if new_w > old_w {
+            if raised {
                 self.bump(C_RUNNING_RAISED);
             } else if self.pick_eevdf(rq, Some(t)) == Some(t) {
                 // resched_curr, then a pick that keeps the eligible, protected task.

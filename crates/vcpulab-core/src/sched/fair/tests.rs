@@ -1009,3 +1009,28 @@ fn a_sleeping_task_keeps_its_lag_in_real_time_and_an_unchanged_nice_does_nothing
         assert!(!Scheduler::set_nice(f, ctx, 0, -20))
     });
 }
+
+#[test]
+fn a_raised_task_waits_for_a_protected_current_task() {
+    // Both at V = 1 ms (lag 0). Raised to nice -20, task 1's remaining request (0.95 ms at
+    // 1024) becomes 10959 of vruntime: the earliest eligible deadline. An unprotected pick
+    // would run it; curr 0 keeps its pCPU while protected, and loses it once it is not.
+    for (protected, preempts) in [(true, false), (false, true)] {
+        let mut f = running_queue(
+            eevdf(true),
+            &[(1_000_000, 1_750_000), (1_000_000, 1_950_000)],
+        );
+        f.running[0] = Some(0);
+        f.ents[0].protect = protected.then_some(1_750_000);
+        in_ctx(&mut f, 2, |f, ctx| {
+            Scheduler::set_nice(f, ctx, 1, -20);
+            assert_eq!(f.ents[1].deadline - f.ents[1].vruntime, 10959);
+            assert!(f.eligible(0, 1) && f.eligible(0, 0));
+            assert_eq!(f.pick_eevdf(0, None), Some(1));
+            assert_eq!(!ctx.out.resched.is_empty(), preempts);
+        });
+        let (yes, no) = if preempts { (1, 0) } else { (0, 1) };
+        assert_eq!(reweights(&f, "reweight_queued_preempt"), yes);
+        assert_eq!(reweights(&f, "reweight_queued_no_preempt"), no);
+    }
+}
