@@ -173,7 +173,7 @@ STEADY_ROWS: list[Row] = [
     ('ple-boost-fifo-steady', 'ns_per_op', 'ns', 138600.0, 0.304, [127200.0, 169400.0, 167400.0, 131600.0, 145700.0, 128200.0], (0.5, 2.0),
      'within 2x of real'),
     ('ple-migrate-steady', 'ns_per_op', 'ns', 221400.0, 0.197, [246900.0, 214400.0, 220700.0, 203300.0, 245300.0, 222000.0], (0.5, 2.0),
-     "within 2x since session 32 (2026-12-05): 0.998x, with the harness's own migrate handler in the sim "
+     "within 2x since session 32 (2026-12-05): 1.055x, with the harness's own migrate handler in the sim "
      "([kvm] ple_handler = \"migrate\": the next vCPU in round robin pinned to the spinner's pCPU for 1 ms or until "
      "the next exit's boost) and the world switch a vCPU switched out in the guest pays ([kvm] world_switch_cost); "
      "before them 0.449-0.472x with fix (c) as the stand-in, band pinned x/÷ 1.25"),

@@ -8,10 +8,10 @@ translates those records, so both formats carry the same slices and instants:
   there is a slice named ``<vm>/vcpu<i>`` (or the host thread's name);
 - a track group "vCPUs" with a track per vCPU and per host thread; each instant the core
   records for it (wake, halt, preempted, migrate, ipi, ple_exit, yield_to, and a
-  user-space PLE handler's sched_yield and nice_boost) is an instant event there, with
-  debug annotations ``cpu`` (the pCPU it happened on), ``from_cpu`` (migrate) and
-  ``target`` (ipi, yield_to, nice_boost);
-- a flow (an arrow in the UI) from each ``ipi``, ``yield_to`` and ``nice_boost`` instant to an instant on
+  user-space PLE handler's sched_yield, nice_boost, migrate_boost and boost_end) is an
+  instant event there, with debug annotations ``cpu`` (the pCPU it happened on),
+  ``from_cpu`` (migrate) and ``target`` (ipi, yield_to, nice_boost, migrate_boost);
+- a flow (an arrow in the UI) from each ``ipi``, ``yield_to``, ``nice_boost`` and ``migrate_boost`` instant to an instant on
   the target's track at the same time, named ``ipi_received`` or ``boosted``: those two
   names exist only in this format, the Chrome JSON carries the target as ``args.other``.
 
@@ -33,7 +33,7 @@ _PCPU_GROUP, _TASK_GROUP, _FIRST_TRACK = 1, 2, 16
 # Order of records at one timestamp: a slice ends before the next one on the same pCPU
 # begins; a flow's start before its end.
 _END, _BEGIN, _INSTANT, _RECEIVED = 0, 1, 2, 3
-_FLOW_TARGET_NAMES = {"ipi": "ipi_received", "yield_to": "boosted", "nice_boost": "boosted"}
+_FLOW_TARGET_NAMES = {"ipi": "ipi_received", "yield_to": "boosted", "nice_boost": "boosted", "migrate_boost": "boosted"}
 
 
 def format_for(path: str, fmt: Optional[str] = None) -> str:

@@ -67,7 +67,22 @@ def test_boosts_go_round_robin_past_the_spinner_and_end_on_time(handler, instant
         expect = next(c for c in ((last + k) % 4 for k in range(1, 5)) if c != spinner)
         assert target == expect, (spinner, target, last)
         last = target
-    # 1 us boosts all end before the next exit: every boost is undone by its own end.
+    # Boosts end at the next exit's boost; none of 1 ms lasts to its end here...
+    assert not [e for e in trace.events() if e.get("name") == "boost_end"]
+    # ... and 1 us boosts all end on time, before the next exit: each boost is undone by
+    # its own end.
+    brief = list(vcpulab.trace({**_ticket(handler, ple_boost="1us"), "duration": "50ms"},
+                               check_invariants=True).events())
+    ns = lambda e: round(e["ts"] * 1000)  # noqa: E731 (trace times are in us)
+    starts = [(ns(e), e["args"]["other"]) for e in brief if e.get("name") == instant]
+    ends = {(ns(e), e["args"]["vcpu"]) for e in brief if e.get("name") == "boost_end"}
+    superseded = 0
+    for (t, v), nxt in zip(starts, starts[1:] + [(None, None)]):
+        if nxt[0] is not None and nxt[0] < t + 1000:
+            superseded += 1  # the next exit's boost came first
+        else:
+            assert (t + 1000, v) in ends, (t, v)
+    assert len(ends) == len(starts) - superseded > len(starts) // 2
     s = vcpulab.run(_ticket(handler, ple_boost="1us"), check_invariants=True).summary
     c, exits = _counters(s), _vcpus(s, "ple_exits")
     if handler == "nice-boost":

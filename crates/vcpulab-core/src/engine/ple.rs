@@ -1003,6 +1003,7 @@ impl<S: Scheduler> Sim<'_, S> {
                 .expect("a boost without PLE")
                 .handler;
             self.end_user_boost(v, handler);
+            self.trace_instant(v, "boost_end", None, None);
         }
         true
     }

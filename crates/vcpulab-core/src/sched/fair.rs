@@ -1030,9 +1030,15 @@ impl<P: FairPolicy> Fair<P> {
     /// interrupt); a first wake-up is a fork (SD_BALANCE_FORK), which ignores it.
     fn wake_with(&mut self, ctx: &mut SchedCtx, t: TaskId, waker: Option<Waker>) {
         if self.ents[t as usize].delayed {
-            // Still queued: woken where it is, without placement (`ttwu_runnable`).
-            self.requeue_delayed(ctx, t);
-            return;
+            if ctx.allowed(t, self.task_cpu[t as usize]) {
+                // Still queued: woken where it is, without placement (`ttwu_runnable`).
+                self.requeue_delayed(ctx, t);
+                return;
+            }
+            // Its affinity changed after it slept (`set_affinity`, whose push it missed by
+            // blocking first): it leaves that queue and is placed as any wake-up, as the
+            // kernel's `affine_move_task` moves a queued task off a forbidden CPU.
+            self.finish_delayed_dequeue(ctx, t);
         }
         let cpu = if self.never_queued[t as usize] {
             if self.tun.fork_balance {

@@ -14,7 +14,7 @@
 //! - `pick_next(cpu, prev)` when a pCPU was asked to reschedule. `prev` is the task that
 //!   was running there and is still runnable: the scheduler must either return it again or
 //!   keep it queued. The returned task must be runnable, not running elsewhere, and allowed
-//!   on `cpu` by its affinity; the engine checks this when invariants are on.
+//!   on `cpu` by its affinity; the engine checks this on every pick.
 //! - `timer(cpu)` when the pCPU's timer, armed with `ctx.set_timer`, expires.
 //! - `global_timer()` when the timer armed with `ctx.set_global_timer` expires.
 //!

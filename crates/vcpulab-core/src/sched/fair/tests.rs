@@ -933,7 +933,9 @@ fn raising_a_queued_task_preempts_an_ineligible_curr_but_not_a_protected_one() {
         assert_eq!(ctx.out.resched, vec![0]);
     });
     assert_eq!(reweights(&f, "reweight_queued_preempt"), 1);
-    // Curr 0 eligible (1 ms <= V = 1.1 ms) and protected: the raised task waits.
+    // Curr 0 eligible (1 ms <= V = 1.1 ms) and protected; the raised task waits (it is
+    // ineligible anyway: `a_raised_task_waits_for_a_protected_current_task` tests the
+    // protection itself).
     let mut f = running_queue(
         eevdf(true),
         &[(1_000_000, 1_750_000), (1_200_000, 1_950_000)],
