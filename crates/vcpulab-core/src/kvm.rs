@@ -1379,8 +1379,8 @@ mod tests {
             ),
             (
                 "ple_handler = \"none\"\nlast_boosted_rule = \"2024-bug\"",
-                "ple_handler",
-                "last_boosted",
+                "k.toml: last_boosted_rule:",
+                "\"fixed\"",
             ),
             (
                 "ple_handler = \"yield\"\nple = false",

@@ -242,23 +242,17 @@ pub const DEFAULT_HOUSEKEEPING_SIGMA: f64 = 2.16;
 /// (the fair class: cfs, eevdf), "nice-boost" nice values changed while running (eevdf).
 fn check_ple_handler_scheduler(kvm: &Table, k: &crate::kvm::KvmSpec, scheduler: &str) -> Res<()> {
     use crate::kvm::PleHandler;
-    let (needs, ok) = match k.handler {
-        PleHandler::Yield => ("sched_yield", linux_host_scheduler(scheduler)),
-        PleHandler::Migrate { .. } => (
-            "sched_yield and affinity changed at run time",
-            linux_host_scheduler(scheduler),
-        ),
-        PleHandler::NiceBoost { .. } => ("nice values changed at run time", scheduler == "eevdf"),
+    let (needs, allowed) = match k.handler {
+        PleHandler::Yield => ("sched_yield", "cfs, eevdf"),
+        PleHandler::Migrate { .. } => {
+            ("sched_yield and affinity changed at run time", "cfs, eevdf")
+        }
+        PleHandler::NiceBoost { .. } => ("nice values changed at run time", "eevdf"),
         _ => return Ok(()),
     };
-    if ok {
+    if allowed.split(", ").any(|name| name == scheduler) {
         return Ok(());
     }
-    let allowed = if matches!(k.handler, PleHandler::NiceBoost { .. }) {
-        "eevdf"
-    } else {
-        "cfs, eevdf"
-    };
     kvm.err(
         "ple_handler",
         format!("this handler needs {needs} from the host scheduler; scheduler {scheduler:?} has none (allowed: {allowed})"),

@@ -199,6 +199,11 @@ impl KvmState {
         let halt_poll = model.kvm.as_ref().map(|k| k.halt_poll.clone());
         let on = halt_poll.is_some();
         let ncpus = model.host.topo.ncpus();
+        let world_switch = model
+            .kvm
+            .as_ref()
+            .map(|k| k.world_switch_cost.clone())
+            .filter(|d| *d != crate::workload::Dist::Fixed(0.0));
         let ipi_tracking = model
             .kvm
             .as_ref()
@@ -245,20 +250,8 @@ impl KvmState {
                 Some(PleHandler::Migrate { .. }) => vec![None; tasks],
                 _ => Vec::new(),
             },
-            world_switch: model
-                .kvm
-                .as_ref()
-                .map(|k| k.world_switch_cost.clone())
-                .filter(|d| *d != crate::workload::Dist::Fixed(0.0)),
-            world_switch_rngs: streams(
-                model
-                    .kvm
-                    .as_ref()
-                    .is_some_and(|k| k.world_switch_cost != crate::workload::Dist::Fixed(0.0)),
-                seed,
-                "world_switch",
-                tasks,
-            ),
+            world_switch_rngs: streams(world_switch.is_some(), seed, "world_switch", tasks),
+            world_switch,
             exit_rngs: streams(on, seed, "ple_exit", tasks),
             wake_rngs: streams(on, seed, "halt_wakeup", tasks),
         }

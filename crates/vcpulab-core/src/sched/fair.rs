@@ -827,6 +827,34 @@ impl<P: FairPolicy> Fair<P> {
         self.update_min_vruntime(rq);
     }
 
+    /// Places entity `e`, queued on `rq` (curr or not), again as a wake-up places it
+    /// (`place_entity`, not a new entity), with `change` applied to it first: it is out of
+    /// the queue's V and load while placed, and back with the weight `change` left. For a
+    /// lag changed in place (DELAY_ZERO) or a weight changed on the queue (a nice change).
+    pub(super) fn place_again(&mut self, rq: u32, e: u32, change: impl FnOnce(&mut Entity)) {
+        let is_curr = self.rqs[rq as usize].curr == Some(e);
+        let (old_w, key) = (self.ents[e as usize].weight, self.key(e));
+        let r = &mut self.rqs[rq as usize];
+        if !is_curr {
+            r.tree.remove(&key);
+        }
+        r.nr_running -= 1;
+        r.load -= old_w;
+        let ent = &mut self.ents[e as usize];
+        ent.on_rq = false; // curr leaves V too
+        change(ent);
+        P::place_entity(self, rq, e, false);
+        let ent = &mut self.ents[e as usize];
+        ent.on_rq = true;
+        let (w, key) = (ent.weight, (ent.vruntime, e));
+        let r = &mut self.rqs[rq as usize];
+        if !is_curr {
+            r.tree.insert(key);
+        }
+        r.nr_running += 1;
+        r.load += w;
+    }
+
     pub(super) fn clear_buddies(&mut self, rq: u32, e: u32) {
         let r = &mut self.rqs[rq as usize];
         if r.next == Some(e) {

@@ -147,19 +147,7 @@ impl<P: FairPolicy> Fair<P> {
         if self.ents[t as usize].vlag > 0 {
             self.delay_counters.bump(C_WOKEN_REPLACED);
             // Out of the queue while placed, so that V and the load are the others'.
-            let w = self.ents[t as usize].weight;
-            let key = self.key(t);
-            let r = &mut self.rqs[rq as usize];
-            r.tree.remove(&key);
-            r.nr_running -= 1;
-            r.load -= w;
-            self.ents[t as usize].vlag = 0;
-            P::place_entity(self, rq, t, false);
-            let key = self.key(t);
-            let r = &mut self.rqs[rq as usize];
-            r.tree.insert(key);
-            r.nr_running += 1;
-            r.load += w;
+            self.place_again(rq, t, |e| e.vlag = 0);
         } else {
             self.delay_counters.bump(C_WOKEN_IN_PLACE);
         }

@@ -145,31 +145,18 @@ impl Fair<Eevdf> {
         if self.ents[ti].vlag != raw_lag {
             self.bump(C_LAG_CLAMPED);
         }
-        // Out of the queue's V and load while it is placed again.
-        let is_curr = self.rqs[rq as usize].curr == Some(t);
-        let key = self.key(t);
-        let r = &mut self.rqs[rq as usize];
-        if !is_curr {
-            r.tree.remove(&key);
-        }
-        r.nr_running -= 1;
-        r.load -= old_w;
-        let e = &mut self.ents[ti];
-        e.on_rq = false;
-        let rel_deadline = scale(e.deadline - e.vruntime, old_w, new_w);
-        e.vlag = scale(e.vlag, old_w, new_w);
-        e.weight = new_w;
-        <Eevdf as super::FairPolicy>::place_entity(self, rq, t, false);
+        // Lag and remaining request scaled to the new weight, then placed again.
+        let rel_deadline = scale(
+            self.ents[ti].deadline - self.ents[ti].vruntime,
+            old_w,
+            new_w,
+        );
+        self.place_again(rq, t, |e| {
+            e.vlag = scale(e.vlag, old_w, new_w);
+            e.weight = new_w;
+        });
         let e = &mut self.ents[ti];
         e.deadline = e.vruntime + rel_deadline;
-        e.on_rq = true;
-        let key = self.key(t);
-        let r = &mut self.rqs[rq as usize];
-        if !is_curr {
-            r.tree.insert(key);
-        }
-        r.nr_running += 1;
-        r.load += new_w;
         self.update_min_vruntime(rq);
         if self.ents[ti].delayed {
             self.bump(C_DELAYED);
